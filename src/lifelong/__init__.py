@@ -1,0 +1,3 @@
+"""lifelong: lifelong benchmarking of visual learners and models."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,223 @@
+"""The `lifelong` command: run learners over streams, inspect streams, learners, data and results."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+app = typer.Typer(
+    help="Lifelong benchmarking of visual learners: task streams, compute-aware results.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+data_app = typer.Typer(help="Look at data sources.", no_args_is_help=True)
+app.add_typer(data_app, name="data")
+console = Console()
+
+
+def _parse_options(pairs: list[str]) -> dict:
+    """KEY=VALUE pairs into a dict, values parsed as JSON when they are JSON (numbers, lists, booleans)."""
+    options = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise typer.BadParameter(f"learner option {pair!r} must look like KEY=VALUE, e.g. epochs=2")
+        try:
+            options[key] = json.loads(value)
+        except json.JSONDecodeError:
+            options[key] = value
+    return options
+
+
+@app.command("run")
+def run_command(
+    stream: str = typer.Option("mini", "--stream", help="A stream name (see `lifelong streams`) or a manifest file."),
+    learner: str = typer.Option("independent", "--learner", help="A learner name (see `lifelong learners`)."),
+    out: Path = typer.Option(Path("runs"), "--out", help="Results directory; each run gets a folder in it."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the (first) run."),
+    seeds: int = typer.Option(1, "--seeds", min=1, help="Number of runs, with seeds seed, seed+1, ..."),
+    executor: str = typer.Option("local", "--executor", help="local, or ray to fan runs out over Ray."),
+    ray_address: str = typer.Option(None, "--ray-address", help="Join this Ray cluster instead of a local Ray."),
+    num_cpus: int = typer.Option(None, "--num-cpus", help="CPUs for a local Ray (default: all)."),
+    resume: bool = typer.Option(False, "--resume", help="Continue an interrupted run from its last event."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Delete an existing run folder and start over."),
+    final: bool = typer.Option(False, "--final", help="Evaluate on the test split instead of dev_test."),
+    skip_corrupt: bool = typer.Option(False, "--skip-corrupt", help="Skip (and count) corrupt images."),
+    option: list[str] = typer.Option([], "--option", "-o", help="Learner option KEY=VALUE, repeatable."),
+) -> None:
+    """Run a learner over a stream; print per-task errors and the stream summary."""
+    from lifelong.run.executors import make_executor
+    from lifelong.run.runner import RunExistsError, RunSpec, execute
+
+    specs = [
+        RunSpec(
+            stream=stream,
+            learner=learner,
+            seed=s,
+            out=str(out),
+            learner_options=_parse_options(option),
+            eval_split="test" if final else "dev_test",
+            skip_corrupt=skip_corrupt,
+            resume=resume,
+            overwrite=overwrite,
+            progress=(executor == "local"),
+        )
+        for s in range(seed, seed + seeds)
+    ]
+    try:
+        results = make_executor(executor, address=ray_address, num_cpus=num_cpus).map(execute, specs)
+    except KeyboardInterrupt:
+        console.print(
+            "[yellow]Interrupted.[/] Every completed event is checkpointed. Resume with the same command plus "
+            "[bold]--resume[/]."
+        )
+        raise typer.Exit(130) from None
+    except (RunExistsError, FileNotFoundError, ValueError, ImportError) as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from None
+    for result in results:
+        _print_run(result)
+    if len(results) > 1:
+        _print_seed_summary(results)
+
+
+def _print_run(result: dict) -> None:
+    table = Table(title=f"{result['run_id']}  ({result['path']})")
+    for column in ("#", "task", "year", "kind", "meta-test", "error", "cum. train FLOPs"):
+        table.add_column(column, justify="right" if column in ("#", "error", "cum. train FLOPs") else "left")
+    for record in result["records"]:
+        if record["type"] != "predict":
+            continue
+        table.add_row(
+            str(record["event"] // 2),
+            record["task"],
+            str(record["year"] or ""),
+            record["task_kind"],
+            "yes" if record["meta_test"] else "",
+            f"{record['error']:.4f}",
+            f"{record['cumulative_train_flops']:.3e}",
+        )
+    console.print(table)
+    mean, meta = result["mean_error"], result["meta_test_mean_error"]
+    console.print(
+        f"mean error {mean:.4f} over {result['num_evaluated_tasks']} tasks"
+        + (f"; meta-test mean error {meta:.4f} over {result['num_meta_test_tasks']} tasks" if meta is not None else "")
+        + f"; cumulative training FLOPs {result['cumulative_train_flops']:.3e}"
+    )
+    if result["events_done"] < result["events_total"]:
+        console.print(f"[yellow]stopped after {result['events_done']}/{result['events_total']} events[/]")
+    console.print(f"records, plots and checkpoint: {result['path']}")
+
+
+def _print_seed_summary(results: list[dict]) -> None:
+    import numpy as np
+
+    errors = np.array([r["mean_error"] for r in results], dtype=float)
+    flops = np.array([r["cumulative_train_flops"] for r in results], dtype=float)
+    console.print(
+        f"over {len(results)} seeds: mean error {errors.mean():.4f} +- {errors.std(ddof=1):.4f}, "
+        f"cumulative training FLOPs {flops.mean():.3e} +- {flops.std(ddof=1):.2e}"
+    )
+
+
+@app.command("streams")
+def streams_command(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """List the built-in streams with task, meta-train and meta-test counts."""
+    from lifelong.suites import STREAMS, describe_stream, get_stream
+
+    rows = [{**describe_stream(get_stream(name)), "description": desc} for name, (_, desc) in STREAMS.items()]
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    table = Table(title="streams")
+    columns = ("name", "tasks", "meta_train", "meta_test", "multi_label", "description")
+    for column in columns:
+        table.add_column(column)
+    for row in rows:
+        table.add_row(
+            *(str(row[c]) for c in ("name", "tasks", "meta_train", "meta_test", "multi_label", "description"))
+        )
+    console.print(table)
+
+
+@app.command("learners")
+def learners_command() -> None:
+    """List the learners `lifelong run --learner` accepts."""
+    from lifelong.learners import describe_learners
+
+    table = Table(title="learners")
+    table.add_column("name")
+    table.add_column("description")
+    for name, description in describe_learners():
+        table.add_row(name, description)
+    console.print(table)
+
+
+@data_app.command("inspect")
+def data_inspect_command(
+    source: str = typer.Argument(..., help="builtin:NAME, idx:DIR, fashion-mnist, folder:DIR or csv:FILE."),
+    skip_corrupt: bool = typer.Option(False, "--skip-corrupt", help="Skip (and count) corrupt images."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Load a data source and describe it: items, classes, sizes, channels."""
+    from lifelong.data.sources import describe, load_source
+
+    try:
+        info = describe(load_source(source, skip_corrupt=skip_corrupt))
+    except (FileNotFoundError, ValueError) as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from None
+    if as_json:
+        typer.echo(json.dumps(info, indent=2, default=str))
+        return
+    table = Table(title=source, show_header=False)
+    for key, value in info.items():
+        table.add_row(str(key), str(value))
+    console.print(table)
+
+
+@app.command("results")
+def results_command(
+    out: Path = typer.Option(Path("runs"), "--out", help="Results directory."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """List the runs recorded in a results directory, with their summaries."""
+    from lifelong.run.results_store import ResultsDB
+
+    if not (out / "results.sqlite").exists():
+        console.print(f"[red]error:[/] no results database in {out}; run `lifelong run --out {out}` first")
+        raise typer.Exit(2)
+    runs = ResultsDB(out).runs()
+    if as_json:
+        typer.echo(json.dumps(runs, indent=2, default=str))
+        return
+    table = Table(title=f"runs in {out}")
+    for column in ("run", "status", "stream", "learner", "seed", "mean error", "meta-test error", "train FLOPs"):
+        table.add_column(column)
+    for row in runs:
+        s = row.get("summary") or {}
+        table.add_row(
+            row["run_id"],
+            row["status"],
+            row["stream"],
+            row["learner"],
+            str(row["seed"]),
+            _fmt(s.get("mean_error")),
+            _fmt(s.get("meta_test_mean_error")),
+            _fmt(s.get("cumulative_train_flops"), "e"),
+        )
+    console.print(table)
+
+
+def _fmt(value, style: str = "f") -> str:
+    if value is None:
+        return "-"
+    return f"{value:.3e}" if style == "e" else f"{value:.4f}"
+
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,42 @@
+"""Events of a stream: train on a task, then predict on one of its evaluation splits."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lifelong.core.datasets import Dataset
+from lifelong.core.tasks import TaskKey
+
+
+@dataclass(frozen=True)
+class TrainEvent:
+    """Train on `task`: `train` and `dev` for the learner's own model selection, `train_and_dev` = both."""
+
+    index: int
+    task_index: int
+    task: TaskKey
+    train: Dataset
+    dev: Dataset
+    train_and_dev: Dataset
+
+    @property
+    def name(self) -> str:
+        return f"event {self.index} (train {self.task.uid!r})"
+
+
+@dataclass(frozen=True)
+class PredictEvent:
+    """Predict every item of `dataset` (one evaluation split of `task`), in its stored order."""
+
+    index: int
+    task_index: int
+    task: TaskKey
+    split: str
+    dataset: Dataset
+
+    @property
+    def name(self) -> str:
+        return f"event {self.index} (predict {self.task.uid!r} on {self.split!r})"
+
+
+Event = TrainEvent | PredictEvent

@@ -1,0 +1,28 @@
+"""Compute a learner spent on a task."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Resources:
+    """Training FLOPs (float: streams overflow int64 quickly) and the peak number of parameters held.
+
+    Combining adds FLOPs and keeps the larger peak.
+    """
+
+    train_flops: float = 0.0
+    peak_parameters: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.train_flops >= 0.0:
+            raise ValueError(f"train_flops must be a finite non-negative float, got {self.train_flops!r}")
+        if self.peak_parameters < 0:
+            raise ValueError(f"peak_parameters must be >= 0, got {self.peak_parameters!r}")
+
+    def combine(self, other: Resources) -> Resources:
+        return Resources(
+            train_flops=self.train_flops + other.train_flops,
+            peak_parameters=max(self.peak_parameters, other.peak_parameters),
+        )

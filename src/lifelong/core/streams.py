@@ -1,0 +1,142 @@
+"""A stream: tasks in order, each loaded on demand, turned into train and predict events."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from lifelong.core.datasets import ArrayDataset, LazyDataset
+from lifelong.core.events import Event, PredictEvent, TrainEvent
+from lifelong.core.tasks import TaskKey
+
+SPLITS = ("train", "dev", "dev_test", "test")
+
+
+@dataclass(frozen=True)
+class TaskSplits:
+    """The four splits of a task (spec/nevis22.md section 5); train_and_dev is their union D^tr."""
+
+    train: ArrayDataset
+    dev: ArrayDataset
+    dev_test: ArrayDataset
+    test: ArrayDataset
+    notes: dict = field(default_factory=dict)
+
+    def get(self, split: str) -> ArrayDataset:
+        if split == "train_and_dev":
+            return self.train_and_dev()
+        if split not in SPLITS:
+            raise ValueError(f"unknown split {split!r}; expected one of {SPLITS + ('train_and_dev',)}")
+        return getattr(self, split)
+
+    def train_and_dev(self) -> ArrayDataset:
+        return ArrayDataset(
+            self.train.task,
+            "train_and_dev",
+            np.concatenate([self.train.images, self.dev.images]),
+            np.concatenate([self.train.labels(), self.dev.labels()]),
+        )
+
+
+@dataclass(frozen=True)
+class StreamTask:
+    """A stream position: the task key and how to load its splits (called at most when needed)."""
+
+    key: TaskKey
+    load: Callable[[], TaskSplits]
+    source: str = ""
+
+
+class Stream:
+    """Ordered tasks; every task yields a train event followed at once by a predict event.
+
+    `eval_split` is dev_test during development and test in a final run. Tasks from
+    `meta_test_from_year` on form the meta-test part S^ts; without it every task is evaluated as meta-test.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        tasks: Sequence[StreamTask],
+        *,
+        eval_split: str = "dev_test",
+        meta_test_from_year: int | None = None,
+        cache_size: int = 2,
+    ) -> None:
+        if eval_split not in ("dev_test", "test"):
+            raise ValueError(f"eval_split must be 'dev_test' or 'test', got {eval_split!r}")
+        uids = [t.key.uid for t in tasks]
+        dupes = sorted({u for u in uids if uids.count(u) > 1})
+        if dupes:
+            raise ValueError(f"stream {name!r}: task uids must be unique, repeated: {dupes}")
+        if not tasks:
+            raise ValueError(f"stream {name!r} has no tasks")
+        self.name = name
+        self.tasks = list(tasks)
+        self.eval_split = eval_split
+        self.meta_test_from_year = meta_test_from_year
+        self._cache: OrderedDict[str, TaskSplits] = OrderedDict()
+        self._cache_size = cache_size
+
+    def __repr__(self) -> str:
+        return f"Stream({self.name!r}, {len(self.tasks)} tasks, eval_split={self.eval_split!r})"
+
+    def is_meta_test(self, key: TaskKey) -> bool:
+        if self.meta_test_from_year is None:
+            return True
+        return key.year is not None and key.year >= self.meta_test_from_year
+
+    @property
+    def meta_train_tasks(self) -> list[TaskKey]:
+        return [t.key for t in self.tasks if not self.is_meta_test(t.key)]
+
+    @property
+    def meta_test_tasks(self) -> list[TaskKey]:
+        return [t.key for t in self.tasks if self.is_meta_test(t.key)]
+
+    def splits(self, task_index: int) -> TaskSplits:
+        """Load (or reuse) the splits of the task at `task_index`."""
+        task = self.tasks[task_index]
+        uid = task.key.uid
+        if uid in self._cache:
+            self._cache.move_to_end(uid)
+            return self._cache[uid]
+        splits = task.load()
+        if splits.train.task != task.key:
+            raise ValueError(f"stream {self.name!r}: loader of {uid!r} returned task {splits.train.task.uid!r}")
+        self._cache[uid] = splits
+        while len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+        return splits
+
+    def _lazy(self, task_index: int, split: str) -> LazyDataset:
+        return LazyDataset(self.tasks[task_index].key, split, lambda: self.splits(task_index).get(split))
+
+    def events(self) -> list[Event]:
+        """All events in order; datasets load lazily, so listing events costs no I/O."""
+        events: list[Event] = []
+        for i, task in enumerate(self.tasks):
+            key = task.key
+            events.append(
+                TrainEvent(
+                    index=len(events),
+                    task_index=i,
+                    task=key,
+                    train=self._lazy(i, "train"),
+                    dev=self._lazy(i, "dev"),
+                    train_and_dev=self._lazy(i, "train_and_dev"),
+                )
+            )
+            events.append(
+                PredictEvent(
+                    index=len(events),
+                    task_index=i,
+                    task=key,
+                    split=self.eval_split,
+                    dataset=self._lazy(i, self.eval_split),
+                )
+            )
+        return events

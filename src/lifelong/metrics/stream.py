@@ -1,0 +1,67 @@
+"""Stream-level summary (spec/nevis22.md section 3): mean error over evaluated tasks, cumulative FLOPs."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+
+@dataclass(frozen=True)
+class _SummaryState:
+    errors: tuple[tuple[str, float, bool], ...] = ()  # (task uid, error, meta_test) per predict event
+    train_flops: float = 0.0
+    peak_parameters: int = 0
+    skipped_labels: int = 0
+
+
+class StreamSummary:
+    """E = unweighted mean of per-task errors (multi-class and multi-label pooled); cFLOP = sum of training FLOPs.
+
+    `mean_error` averages every evaluated task, `meta_test_mean_error` only tasks of the meta-test part S^ts
+    (None when the run evaluated none). A task evaluated twice (not the case in the standard protocol)
+    counts once per evaluation.
+    """
+
+    name = "stream_summary"
+
+    def init(self) -> _SummaryState:
+        return _SummaryState()
+
+    def add(self, state: _SummaryState, record: dict) -> _SummaryState:
+        if record["type"] == "train":
+            return replace(
+                state,
+                train_flops=state.train_flops + float(record["train_flops"]),
+                peak_parameters=max(state.peak_parameters, int(record.get("peak_parameters") or 0)),
+            )
+        error = float(record["error"])
+        if not math.isfinite(error):
+            raise ValueError(f"record of event {record.get('event')} has a non-finite error {error!r}")
+        return replace(
+            state,
+            errors=state.errors + ((record["task"], error, bool(record["meta_test"])),),
+            skipped_labels=state.skipped_labels + int(record.get("skipped_labels") or 0),
+        )
+
+    def compute(self, state: _SummaryState) -> dict:
+        all_errors = [e for _, e, _ in state.errors]
+        meta_test = [e for _, e, m in state.errors if m]
+        return {
+            "mean_error": _mean(all_errors),
+            "meta_test_mean_error": _mean(meta_test),
+            "num_evaluated_tasks": len(all_errors),
+            "num_meta_test_tasks": len(meta_test),
+            "cumulative_train_flops": state.train_flops,
+            "peak_parameters": state.peak_parameters,
+            "skipped_labels": state.skipped_labels,
+            "per_task_error": {uid: e for uid, e, _ in state.errors},
+        }
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def default_metrics() -> list:
+    """Metrics every run reports."""
+    return [StreamSummary()]

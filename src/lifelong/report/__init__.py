@@ -1,0 +1,1 @@
+"""Reports of runs: plots (and the HTML report)."""

@@ -1,0 +1,125 @@
+"""Plots of one run from its per-event records: error per task and cumulative training FLOPs.
+
+Figures are drawn on matplotlib's Agg canvas directly (no pyplot, no display, no global backend change)
+and written as PNG atomically.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+
+from lifelong.run.atomic import atomic_write_bytes
+
+META_TEST_COLOR = "tab:orange"
+META_TRAIN_COLOR = "tab:blue"
+MISSING_COLOR = "0.6"
+
+
+def _of_type(records: Iterable[Mapping[str, Any]], kind: str) -> list[Mapping[str, Any]]:
+    """Records of one type ('train' or 'predict') in stream order."""
+    return sorted((r for r in records if r.get("type") == kind), key=lambda r: r.get("event", 0))
+
+
+def _figure(num_points: int) -> tuple[Figure, Any]:
+    """A figure wide enough for one x label per point (106 tasks fit), on an Agg canvas."""
+    fig = Figure(figsize=(min(40.0, max(6.0, 0.2 * num_points + 2.0)), 4.5), layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig, fig.add_subplot()
+
+
+def _set_task_ticks(ax: Any, uids: list[str]) -> None:
+    ax.set_xticks(range(len(uids)), uids, rotation=90 if len(uids) > 4 else 0, fontsize=7 if len(uids) > 30 else 9)
+    ax.set_xlim(-0.6, max(len(uids), 1) - 0.4)
+
+
+def _note(ax: Any, text: str) -> None:
+    ax.text(0.5, 0.5, text, transform=ax.transAxes, ha="center", va="center", color="0.4")
+
+
+def _save(fig: Figure, path: str | os.PathLike[str]) -> Path:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=100)
+    path = Path(path)
+    atomic_write_bytes(path, buffer.getvalue())
+    return path
+
+
+def plot_task_errors(records: Iterable[Mapping[str, Any]], path: str | os.PathLike[str]) -> Path:
+    """Bar chart of the error of each predict record in stream order; meta-test tasks highlighted."""
+    predictions = _of_type(records, "predict")
+    fig, ax = _figure(len(predictions))
+    uids = [str(r.get("task", r.get("task_name", "?"))) for r in predictions]
+    errors = [r.get("error") for r in predictions]
+    meta_test = [bool(r.get("meta_test", True)) for r in predictions]
+    heights = [0.0 if e is None else float(e) for e in errors]
+    colors = [META_TEST_COLOR if m else META_TRAIN_COLOR for m in meta_test]
+    ax.bar(range(len(uids)), heights, color=colors, width=0.8)
+    for x, error in enumerate(errors):
+        if error is None:
+            ax.text(x, 0.01, "n/a", ha="center", va="bottom", rotation=90, fontsize=7, color=MISSING_COLOR)
+    _set_task_ticks(ax, uids)
+    ax.set_ylim(0.0, max([1.0, *heights]) * 1.05)
+    ax.set_ylabel("error (1 - accuracy or 1 - mAP)")
+    scored = [float(e) for e, m in zip(errors, meta_test, strict=True) if e is not None and m]
+    title = "error per task"
+    if scored:
+        title += f"  (mean over {len(scored)} meta-test tasks: {sum(scored) / len(scored):.3f})"
+    ax.set_title(title)
+    if not predictions:
+        _note(ax, "no predict records")
+    ax.legend(
+        handles=[Patch(color=META_TRAIN_COLOR, label="meta-train"), Patch(color=META_TEST_COLOR, label="meta-test")],
+        loc="upper right",
+        fontsize=8,
+    )
+    ax.grid(axis="y", alpha=0.3)
+    return _save(fig, path)
+
+
+def plot_cumulative_flops(records: Iterable[Mapping[str, Any]], path: str | os.PathLike[str]) -> Path:
+    """Cumulative training FLOPs after each train event in stream order, on a log y-axis."""
+    trains = _of_type(records, "train")
+    fig, ax = _figure(len(trains))
+    uids = [str(r.get("task", r.get("task_name", "?"))) for r in trains]
+    cumulative: list[float] = []
+    total = 0.0
+    for record in trains:  # prefer the run's own running total; sum per-event FLOPs where it is missing
+        recorded = record.get("cumulative_train_flops")
+        total = total + float(record.get("train_flops") or 0.0) if recorded is None else float(recorded)
+        cumulative.append(total)
+    positions = list(range(len(trains)))
+    positive = [(x, y) for x, y in zip(positions, cumulative, strict=True) if y > 0]
+    if positive:
+        ax.set_yscale("log")
+        ax.plot(*zip(*positive, strict=True), marker="o", markersize=3, color=META_TRAIN_COLOR)
+        meta_test = [x for x, r in zip(positions, trains, strict=True) if r.get("meta_test")]
+        if meta_test and len(meta_test) < len(trains):
+            ax.axvspan(min(meta_test) - 0.5, max(meta_test) + 0.5, color=META_TEST_COLOR, alpha=0.15, label="meta-test")
+            ax.legend(loc="upper left", fontsize=8)
+        ax.set_title(f"cumulative training FLOPs  (total {cumulative[-1]:.3g})")
+    else:
+        ax.set_title("cumulative training FLOPs")
+        _note(ax, "no training FLOPs recorded" if trains else "no train records")
+    _set_task_ticks(ax, uids)
+    ax.set_xlabel("stream position (task)")
+    ax.set_ylabel("cumulative training FLOPs")
+    ax.grid(alpha=0.3)
+    return _save(fig, path)
+
+
+def plot_run(records: Iterable[Mapping[str, Any]], out_dir: str | os.PathLike[str]) -> list[Path]:
+    """Write task_errors.png and cumulative_flops.png into `out_dir`; return their paths."""
+    records = list(records)
+    out_dir = Path(out_dir)
+    return [
+        plot_task_errors(records, out_dir / "task_errors.png"),
+        plot_cumulative_flops(records, out_dir / "cumulative_flops.png"),
+    ]

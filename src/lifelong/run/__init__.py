@@ -1,0 +1,1 @@
+"""Running learners over streams: environment, checkpoints, executors and the results store."""

@@ -1,0 +1,178 @@
+"""The environment: drives a learner over a stream, event by event, checkpointing after each one."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from lifelong.core.events import Event, TrainEvent
+from lifelong.core.learner import Learner
+from lifelong.core.streams import Stream
+from lifelong.metrics.base import Metric
+from lifelong.metrics.classification import task_error
+from lifelong.metrics.stream import default_metrics
+from lifelong.run.checkpoint import Checkpoint, CheckpointStore
+from lifelong.run.validation import LearnerOutputError, check_predictions, check_resources
+
+
+class EventError(RuntimeError):
+    """A learner or data failure during one event; the message names the event and the task."""
+
+
+@dataclass
+class RunResult:
+    """What a run produced: per-event records, metric values, final learner state, and timings."""
+
+    records: list[dict]
+    summary: dict
+    learner_state: object
+    timing: dict = field(default_factory=dict)
+
+
+def run(
+    learner: Learner,
+    stream: Stream,
+    metrics: list[Metric] | None = None,
+    checkpoint: CheckpointStore | None = None,
+    *,
+    seed: int = 0,
+    resume: bool = False,
+    run_id: str = "",
+    on_record: Callable[[dict], None] | None = None,
+    progress: bool = False,
+    stop_after: int | None = None,
+) -> RunResult:
+    """Run `learner` over `stream`; with `checkpoint`, save after every event and (with `resume`) continue.
+
+    Each record is checkpointed before `on_record` sees it, so a sink that lags behind after a crash can
+    be brought back in line from the checkpoint. `stop_after` ends the call after that many events
+    (the checkpoint stays resumable), which tests use to simulate an interruption.
+    """
+    metrics = default_metrics() if metrics is None else metrics
+    events = stream.events()
+    uids = [t.key.uid for t in stream.tasks]
+    learner_name = getattr(learner, "name", type(learner).__name__)
+
+    if resume and checkpoint is not None and checkpoint.exists():
+        state = checkpoint.load()
+        _check_same_run(state, stream.name, uids, learner_name, seed, checkpoint)
+        learner_state = state.learner_state
+    else:
+        state = Checkpoint(stream.name, uids, learner_name, seed, metric_states=[m.init() for m in metrics])
+        learner_state = learner.init(seed)
+
+    learner_seconds = 0.0
+    started = time.perf_counter()
+    pending = events[state.next_event :]
+    if stop_after is not None:
+        pending = pending[:stop_after]
+    with _progress_bar(progress, len(events), state.next_event) as advance:
+        for event in pending:
+            advance(event)
+            tick = time.perf_counter()
+            learner_state, record = _run_event(learner, learner_name, event, learner_state, stream, run_id)
+            record["seconds"] = time.perf_counter() - tick
+            learner_seconds += record["seconds"]
+            flops_before = state.records[-1]["cumulative_train_flops"] if state.records else 0.0
+            record["cumulative_train_flops"] = flops_before + record["train_flops"]
+            state.metric_states = [m.add(s, record) for m, s in zip(metrics, state.metric_states, strict=True)]
+            state.records.append(record)
+            state.learner_state = learner_state
+            state.next_event = event.index + 1
+            if checkpoint is not None:
+                checkpoint.save(state)
+            if on_record is not None:
+                on_record(record)
+    total = time.perf_counter() - started
+    summary: dict = {}
+    for metric, metric_state in zip(metrics, state.metric_states, strict=True):
+        summary.update(metric.compute(metric_state))
+    summary["events_done"] = state.next_event
+    summary["events_total"] = len(events)
+    timing = {"total_seconds": total, "learner_seconds": learner_seconds, "overhead_seconds": total - learner_seconds}
+    return RunResult(records=list(state.records), summary=summary, learner_state=learner_state, timing=timing)
+
+
+def _run_event(
+    learner: Learner, learner_name: str, event: Event, learner_state: object, stream: Stream, run_id: str
+) -> tuple[object, dict]:
+    task = event.task
+    record = {
+        "run_id": run_id,
+        "event": event.index,
+        "type": "train" if isinstance(event, TrainEvent) else "predict",
+        "task": task.uid,
+        "task_name": task.name,
+        "task_kind": task.kind.value,
+        "year": task.year,
+        "domain": task.domain,
+        "occurrence": task.occurrence,
+        "meta_test": stream.is_meta_test(task),
+        "split": None,
+        "error": None,
+        "skipped_labels": 0,
+        "num_items": None,
+        "train_flops": 0.0,
+        "peak_parameters": 0,
+    }
+    try:
+        if isinstance(event, TrainEvent):
+            learner_state, resources = learner.train(event, learner_state)
+            resources = check_resources(event.name, learner_name, resources)
+            record.update(split="train", train_flops=float(resources.train_flops))
+            record["peak_parameters"] = int(resources.peak_parameters)
+        else:
+            predictions = learner.predict(event, learner_state)
+            targets = event.dataset.labels()
+            predictions = check_predictions(event, learner_name, predictions, len(targets))
+            error, skipped = task_error(task.kind, targets, predictions)
+            record.update(split=event.split, error=float(error), skipped_labels=int(skipped), num_items=len(targets))
+    except LearnerOutputError:
+        raise
+    except Exception as exc:  # learner or data failure: say where it happened, keep the cause chained
+        raise EventError(f"{event.name}: {type(exc).__name__}: {exc}") from exc
+    return learner_state, record
+
+
+def _check_same_run(
+    state: Checkpoint, stream: str, uids: list[str], learner: str, seed: int, store: CheckpointStore
+) -> None:
+    mismatches = []
+    if state.stream != stream or state.task_uids != uids:
+        mismatches.append(f"stream {state.stream!r} ({len(state.task_uids)} tasks) vs {stream!r} ({len(uids)} tasks)")
+    if state.learner != learner:
+        mismatches.append(f"learner {state.learner!r} vs {learner!r}")
+    if state.seed != seed:
+        mismatches.append(f"seed {state.seed} vs {seed}")
+    if mismatches:
+        raise ValueError(
+            f"checkpoint {store.path} belongs to another run ({'; '.join(mismatches)}); "
+            "resume with the same stream, learner and seed, or choose another output folder"
+        )
+
+
+@contextlib.contextmanager
+def _progress_bar(enabled: bool, total: int, done: int) -> Iterator[Callable[[Event], None]]:
+    if not enabled:
+        yield lambda event: None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        TextColumn("[bold]{task.description:<40}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()
+    ) as bar:
+        task_id = bar.add_task("starting", total=total, completed=done)
+        last: list[Event] = []
+
+        def advance(event: Event) -> None:
+            if last:
+                bar.advance(task_id)
+            last[:] = [event]
+            verb = "train" if isinstance(event, TrainEvent) else "predict"
+            bar.update(task_id, description=f"{verb} {event.task.uid}")
+
+        yield advance
+        if last:
+            bar.advance(task_id)

@@ -1,0 +1,157 @@
+"""One complete run as a picklable spec: build stream and learner, run, write the run folder and database.
+
+Executors map `execute` over specs (one per seed), so the same code runs in-process and on Ray workers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import platform
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from lifelong.run.checkpoint import CheckpointStore
+from lifelong.run.results_store import ResultsDB, RunFolder
+
+CHECKPOINT_FILE = "checkpoint.pkl"
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything that defines a run; the run id derives from stream, learner and seed."""
+
+    stream: str = "mini"
+    learner: str = "independent"
+    seed: int = 0
+    out: str = "runs"
+    learner_options: dict[str, Any] = field(default_factory=dict)
+    eval_split: str = "dev_test"
+    skip_corrupt: bool = False
+    resume: bool = False
+    overwrite: bool = False
+    progress: bool = False
+    stop_after: int | None = None  # end after this many events (the run stays resumable)
+
+    @property
+    def run_id(self) -> str:
+        stream = Path(self.stream).stem if self.stream.endswith((".yaml", ".yml", ".toml")) else self.stream
+        final = "-final" if self.eval_split == "test" else ""
+        return f"{stream}-{self.learner}-seed{self.seed}{final}"
+
+    @property
+    def folder(self) -> Path:
+        return Path(self.out) / self.run_id
+
+
+class RunExistsError(FileExistsError):
+    """The run folder already holds a run and neither --resume nor --overwrite was given."""
+
+
+def execute(spec: RunSpec) -> dict:
+    """Run `spec` to the end (or to `stop_after`), returning the summary with run id and folder."""
+    from lifelong.learners import make_learner
+    from lifelong.report.plots import plot_run
+    from lifelong.run.environment import run
+    from lifelong.suites import get_stream
+
+    folder_path = spec.folder
+    checkpoint = CheckpointStore(folder_path / CHECKPOINT_FILE)
+    _prepare_folder(spec, folder_path, checkpoint)
+    stream = get_stream(spec.stream, eval_split=spec.eval_split, skip_corrupt=spec.skip_corrupt)
+    learner = make_learner(spec.learner, **spec.learner_options)
+    folder = RunFolder(folder_path)
+    db = ResultsDB(Path(spec.out))
+    resuming = spec.resume and checkpoint.exists()
+    db.start_run(spec.run_id, stream.name, learner.name, spec.seed, str(folder_path), dataclasses.asdict(spec))
+    if resuming:
+        _realign_records(folder, db, spec.run_id, checkpoint.load().records)
+    else:
+        db.truncate_events(spec.run_id, 0)  # a run started over (--overwrite) keeps no stale events
+        folder.write_json("run.json", _run_info(spec, stream))
+
+    def sink(record: dict) -> None:
+        folder.append_record(record)
+        db.add_event(spec.run_id, record)
+
+    try:
+        result = run(
+            learner,
+            stream,
+            checkpoint=checkpoint,
+            seed=spec.seed,
+            resume=spec.resume,
+            run_id=spec.run_id,
+            on_record=sink,
+            progress=spec.progress,
+            stop_after=spec.stop_after,
+        )
+    except KeyboardInterrupt:
+        db.finish_run(spec.run_id, "interrupted", None)
+        raise
+    except BaseException as exc:
+        db.finish_run(spec.run_id, "failed", {"error": f"{type(exc).__name__}: {exc}"})
+        raise
+    finished = result.summary["events_done"] == result.summary["events_total"]
+    summary = {**result.summary, "run_id": spec.run_id, "path": str(folder_path), "timing": result.timing}
+    summary["tasks_ran"] = [t.key.uid for t in stream.tasks]
+    folder.write_json("summary.json", summary)
+    if finished:
+        summary["plots"] = [str(p) for p in plot_run(result.records, folder_path)]
+    db.finish_run(spec.run_id, "finished" if finished else "interrupted", summary)
+    summary["records"] = result.records
+    return summary
+
+
+def _prepare_folder(spec: RunSpec, folder: Path, checkpoint: CheckpointStore) -> None:
+    if not folder.exists():
+        return
+    if spec.overwrite:
+        shutil.rmtree(folder)
+        return
+    if checkpoint.exists() and not spec.resume:
+        raise RunExistsError(
+            f"{folder} already holds run {spec.run_id!r}; pass --resume to continue it, --overwrite to start "
+            "over, or --out to write elsewhere"
+        )
+
+
+def _realign_records(folder: RunFolder, db: ResultsDB, run_id: str, records: list[dict]) -> None:
+    """Make events.jsonl and the database hold exactly the checkpoint's records (a crash may leave them apart)."""
+    on_disk = folder.read_records()
+    if len(on_disk) > len(records):
+        folder.truncate_records(len(records))
+        on_disk = on_disk[: len(records)]
+    for record in records[len(on_disk) :]:
+        folder.append_record(record)
+    db.truncate_events(run_id, len(records))
+    for record in records:
+        db.add_event(run_id, record)
+
+
+def _run_info(spec: RunSpec, stream) -> dict:
+    versions = {}
+    for package in ("lifelong", "torch", "numpy", "scikit-learn", "pillow", "ray"):
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = None
+    return {
+        "run_id": spec.run_id,
+        "config": dataclasses.asdict(spec),
+        "seed": spec.seed,
+        "stream": {
+            "name": stream.name,
+            "tasks": [t.key.to_dict() for t in stream.tasks],
+            "eval_split": stream.eval_split,
+            "meta_test_from_year": stream.meta_test_from_year,
+        },
+        "versions": versions,
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }

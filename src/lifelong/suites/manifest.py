@@ -1,0 +1,95 @@
+"""Custom streams from a YAML or TOML manifest, so users stream their own data without code.
+
+name: my-stream              # optional, defaults to the file name
+meta_test_from_year: 2019    # optional; tasks from this year on are meta-test
+tasks:
+  - name: fashion
+    source: idx              # builtin | idx | fashion-mnist | folder | csv
+    path: data/fashion       # relative to the manifest's folder
+    year: 2017
+    kind: multi-class        # optional: read from the data when absent
+    resolution: 28
+    domain: fashion
+    classes: [...]           # optional: skips reading the data when the stream is built
+    options: {}              # passed to the source
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from lifelong.core.streams import Stream
+from lifelong.core.tasks import TaskKind
+from lifelong.suites.spec import TaskSpec, build_stream
+
+PATH_SOURCES = ("idx", "folder", "csv")
+TASK_FIELDS = {"name", "source", "path", "year", "kind", "resolution", "domain", "classes", "options"}
+
+
+def read_manifest(path: str | Path) -> dict[str, Any]:
+    """Parse a .yaml/.yml/.toml manifest into a dict, with errors naming the file."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"stream manifest {path} does not exist")
+    try:
+        if path.suffix == ".toml":
+            return tomllib.loads(path.read_text())
+        if path.suffix in (".yaml", ".yml"):
+            data = yaml.safe_load(path.read_text())
+            return data if isinstance(data, dict) else {}
+    except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
+        raise ValueError(f"stream manifest {path} is not valid {path.suffix[1:].upper()}: {exc}") from exc
+    raise ValueError(f"stream manifest {path} must end in .yaml, .yml or .toml")
+
+
+def manifest_specs(path: str | Path) -> tuple[str, list[TaskSpec], int | None]:
+    """The stream name, task specs and meta-test start year that a manifest declares."""
+    path = Path(path)
+    data = read_manifest(path)
+    tasks = data.get("tasks")
+    if not isinstance(tasks, list) or not tasks:
+        raise ValueError(f"stream manifest {path} needs a non-empty `tasks` list")
+    specs = [_task_spec(path, i, entry) for i, entry in enumerate(tasks)]
+    return str(data.get("name") or path.stem), specs, data.get("meta_test_from_year")
+
+
+def load_manifest(path: str | Path, **stream_options: Any) -> Stream:
+    name, specs, meta_test_from_year = manifest_specs(path)
+    return build_stream(name, specs, meta_test_from_year=meta_test_from_year, **stream_options)
+
+
+def _task_spec(path: Path, index: int, entry: Any) -> TaskSpec:
+    where = f"stream manifest {path}, task {index}"
+    if not isinstance(entry, dict):
+        raise ValueError(f"{where}: each task must be a mapping, got {entry!r}")
+    unknown = set(entry) - TASK_FIELDS
+    if unknown:
+        raise ValueError(f"{where}: unknown field(s) {sorted(unknown)}; allowed: {sorted(TASK_FIELDS)}")
+    for required in ("name", "source"):
+        if required not in entry:
+            raise ValueError(f"{where}: missing `{required}`")
+    source = str(entry["source"])
+    if source in PATH_SOURCES:
+        if "path" not in entry:
+            raise ValueError(f"{where} ({entry['name']!r}): source {source!r} needs a `path`")
+        source = f"{source}:{(path.parent / str(entry['path'])).resolve()}"
+    elif "path" in entry:
+        raise ValueError(f"{where}: `path` is only used with sources {PATH_SOURCES}, not {source!r}")
+    try:
+        kind = TaskKind(entry["kind"]) if "kind" in entry else None
+    except ValueError:
+        raise ValueError(f"{where}: kind {entry['kind']!r} must be 'multi-class' or 'multi-label'") from None
+    return TaskSpec(
+        name=str(entry["name"]),
+        source=source,
+        year=int(entry["year"]) if entry.get("year") is not None else None,
+        kind=kind,
+        domain=str(entry.get("domain", "")),
+        resolution=int(entry.get("resolution", 32)),
+        classes=tuple(str(c) for c in entry.get("classes", ())),
+        options=dict(entry.get("options", {})),
+    )

@@ -1,0 +1,70 @@
+"""Training side of lifelong: low-resolution ResNets, input pipeline, recipe schedules, the training loop, FLOPs."""
+
+from lifelong.training.flops import count_training_flops
+from lifelong.training.inputs import (
+    augment,
+    center_resize,
+    crop_and_resize,
+    prepare_batch,
+    sample_crop_boxes,
+    to_input_tensor,
+)
+from lifelong.training.loop import (
+    THREADS_ENV,
+    TrainingLoss,
+    TrainProgress,
+    TrainResult,
+    classification_error,
+    configure_torch_threads,
+    derive_seed,
+    predict_scores,
+    train_model,
+)
+from lifelong.training.models import (
+    ARCHITECTURES,
+    BasicBlock,
+    ResNet,
+    ResNetBackbone,
+    count_parameters,
+    initialise,
+    make_model,
+    resnet,
+    resnet18,
+    resnet34,
+    resnet_mini,
+)
+from lifelong.training.schedules import WarmupCosine, batch_size_for, warmup_cosine, warmup_steps_for
+
+__all__ = [
+    "ARCHITECTURES",
+    "THREADS_ENV",
+    "BasicBlock",
+    "ResNet",
+    "ResNetBackbone",
+    "TrainProgress",
+    "TrainResult",
+    "TrainingLoss",
+    "WarmupCosine",
+    "augment",
+    "batch_size_for",
+    "center_resize",
+    "classification_error",
+    "configure_torch_threads",
+    "count_parameters",
+    "count_training_flops",
+    "crop_and_resize",
+    "derive_seed",
+    "initialise",
+    "make_model",
+    "predict_scores",
+    "prepare_batch",
+    "resnet",
+    "resnet18",
+    "resnet34",
+    "resnet_mini",
+    "sample_crop_boxes",
+    "to_input_tensor",
+    "train_model",
+    "warmup_cosine",
+    "warmup_steps_for",
+]

@@ -1,0 +1,70 @@
+"""FLOPs of one training update step, counted by torch's FlopCounterMode (spec/nevis22.md section 3).
+
+A run's training FLOPs are this count, taken once per model and batch shape, times the number of steps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils.flop_counter import FlopCounterMode
+
+LossFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+def _default_loss(outputs: torch.Tensor, targets: torch.Tensor | None) -> torch.Tensor:
+    if targets is None:
+        return outputs.sum()
+    if targets.is_floating_point():
+        return F.binary_cross_entropy_with_logits(outputs, targets)
+    return F.cross_entropy(outputs, targets)
+
+
+def model_device(model: nn.Module) -> torch.device:
+    for p in model.parameters():
+        return p.device
+    return torch.device("cpu")
+
+
+def count_training_flops(
+    model: nn.Module,
+    batch: torch.Tensor | tuple[torch.Tensor, torch.Tensor],
+    *,
+    loss_fn: LossFn | None = None,
+) -> float:
+    """FLOPs of one training update on `batch` (inputs, or (inputs, targets)): forward + loss + backward.
+
+    Counted by `FlopCounterMode`: matmuls and convolutions only, 2 FLOPs per multiply-add, in the forward
+    pass and in the backward pass (gradients w.r.t. every parameter with `requires_grad`, and w.r.t.
+    intermediate activations that need them; not w.r.t. the input batch). Not counted: elementwise ops
+    (activations, BatchNorm, the loss itself, pooling), the optimizer update, data loading and augmentation.
+    Without targets the backward pass starts from `outputs.sum()`; with targets, `loss_fn` (default:
+    cross-entropy for integer targets, sigmoid BCE for float targets). The model's parameters, gradients,
+    buffers (BatchNorm running statistics), train/eval modes and the global CPU RNG are left unchanged.
+    """
+    inputs, targets = (batch[0], batch[1]) if isinstance(batch, tuple | list) else (batch, None)
+    params = [p for p in model.parameters() if p.requires_grad]
+    if not params:
+        raise ValueError("the model has no parameter with requires_grad=True: there is no training step to count")
+    device = model_device(model)
+    inputs = inputs.to(device)
+    targets = None if targets is None else targets.to(device)
+    saved_buffers = [(b, b.detach().clone()) for b in model.buffers()]
+    saved_modes = [(m, m.training) for m in model.modules()]
+    counter = FlopCounterMode(display=False)
+    try:
+        model.train()
+        with torch.random.fork_rng(devices=[]), counter:
+            outputs = model(inputs)
+            loss = loss_fn(outputs, targets) if loss_fn is not None else _default_loss(outputs, targets)
+            torch.autograd.grad(loss, params, allow_unused=True)  # leaves .grad untouched
+    finally:
+        with torch.no_grad():
+            for buffer, value in saved_buffers:
+                buffer.copy_(value)
+        for module, mode in saved_modes:
+            module.train(mode)
+    return float(counter.get_total_flops())

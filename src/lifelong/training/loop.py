@@ -1,0 +1,267 @@
+"""Train one network on one task with the common recipe (spec/nevis22.md section 6), count its FLOPs, predict.
+
+FLOPs (spec section 3): one update step = forward + loss + backward on one training batch, counted once per
+training run by `torch.utils.flop_counter.FlopCounterMode`, then multiplied by the number of steps.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from lifelong.core.datasets import Dataset
+from lifelong.core.tasks import TaskKind
+from lifelong.metrics.classification import task_error
+from lifelong.training.flops import count_training_flops, model_device
+from lifelong.training.inputs import Size, prepare_batch
+from lifelong.training.schedules import warmup_cosine, warmup_steps_for
+
+THREADS_ENV = "LIFELONG_TORCH_THREADS"
+
+# Stream tags for derive_seed: each kind of random choice draws from its own stream.
+_ORDER, _AUGMENT = 1, 2
+
+
+def derive_seed(seed: int, *keys: int) -> int:
+    """A 63-bit seed derived from `seed` and integer `keys`; different keys give independent streams."""
+    values = [int(seed), *(int(k) for k in keys)]
+    if min(values) < 0:
+        raise ValueError(f"seeds and keys must be non-negative integers, got seed={seed}, keys={keys}")
+    return int(np.random.SeedSequence(values).generate_state(1, dtype=np.uint64)[0] >> np.uint64(1))
+
+
+def configure_torch_threads() -> int:
+    """Apply LIFELONG_TORCH_THREADS (if set) to torch's intra-op threads; return the number of threads in use."""
+    raw = os.environ.get(THREADS_ENV)
+    if raw is not None and raw.strip():
+        try:
+            threads = int(raw)
+        except ValueError:
+            threads = 0
+        if threads < 1:
+            raise ValueError(f"{THREADS_ENV} must be a positive integer, got {raw!r}; unset it to use torch's default")
+        if torch.get_num_threads() != threads:
+            torch.set_num_threads(threads)
+    return torch.get_num_threads()
+
+
+@dataclass(frozen=True)
+class TrainingLoss:
+    """Softmax cross-entropy with label smoothing (multi-class) or mean per-label sigmoid BCE (multi-label).
+
+    For multi-label targets, smoothing moves each 0/1 target towards 1/2: t * (1 - s) + s / 2.
+    """
+
+    kind: TaskKind
+    label_smoothing: float = 0.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", TaskKind(self.kind))
+        if not 0.0 <= self.label_smoothing < 1.0:
+            raise ValueError(f"label_smoothing must be in [0, 1), got {self.label_smoothing}")
+
+    def __call__(self, logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        if self.kind is TaskKind.MULTI_LABEL:
+            targets = targets.to(logits.dtype) * (1.0 - self.label_smoothing) + self.label_smoothing / 2
+            return F.binary_cross_entropy_with_logits(logits, targets)
+        return F.cross_entropy(logits, targets, label_smoothing=self.label_smoothing)
+
+
+def _targets(labels: np.ndarray, kind: TaskKind, device: torch.device) -> torch.Tensor:
+    t = torch.from_numpy(np.ascontiguousarray(labels))
+    return (t.to(torch.float32) if kind is TaskKind.MULTI_LABEL else t.to(torch.int64)).to(device)
+
+
+def _channels(model: nn.Module) -> int:
+    return int(getattr(model, "in_channels", 3))
+
+
+@torch.no_grad()
+def predict_scores(
+    model: nn.Module,
+    dataset: Dataset,
+    kind: TaskKind | str,
+    batch_size: int = 256,
+    *,
+    resolution: Size | None = None,
+) -> np.ndarray:
+    """Scores [N, C] float32 for `dataset` in stored order: logits (multi-class) or sigmoid probabilities (multi-label).
+
+    Images are centre-cropped and resized to `resolution` (None: native size); the model runs in eval mode
+    and its previous train/eval mode is restored afterwards.
+    """
+    kind = TaskKind(kind)
+    device = model_device(model)
+    was_training = model.training
+    model.eval()
+    outputs = []
+    try:
+        for batch in dataset.batches(batch_size):
+            x = prepare_batch(batch.images, channels=_channels(model), size=resolution).to(device)
+            logits = model(x).float()
+            outputs.append((torch.sigmoid(logits) if kind is TaskKind.MULTI_LABEL else logits).cpu())
+    finally:
+        model.train(was_training)
+    if not outputs:
+        raise ValueError(f"dataset {dataset!r} is empty: nothing to predict")
+    return torch.cat(outputs).numpy()
+
+
+def classification_error(scores: np.ndarray, labels: np.ndarray, kind: TaskKind | str) -> float:
+    """The task error of lifelong.metrics.task_error; nan for a multi-label split where no label has a positive."""
+    kind = TaskKind(kind)
+    if kind is TaskKind.MULTI_LABEL and not np.asarray(labels).any():
+        return math.nan
+    return task_error(kind, labels, scores)[0]
+
+
+@dataclass(frozen=True)
+class TrainProgress:
+    """Reported after every epoch: position, mean training loss of the epoch, dev error (None if not evaluated)."""
+
+    epoch: int
+    step: int
+    max_steps: int
+    train_loss: float
+    dev_error: float | None
+
+
+@dataclass
+class TrainResult:
+    """Outcome of `train_model`: the selected weights (best on dev, else final) as CPU tensors, and its cost.
+
+    `train_flops` = `flops_per_step` (one counted update on a full training batch) x `steps`.
+    """
+
+    state_dict: dict[str, torch.Tensor]
+    dev_error: float | None
+    best_step: int
+    steps: int
+    batch_size: int
+    flops_per_step: float
+    train_flops: float
+    history: list[TrainProgress] = field(default_factory=list)
+
+
+def _cpu_copy(state: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    return {k: v.detach().to("cpu", copy=True) for k, v in state.items()}
+
+
+def _better(new: float, best: float | None) -> bool:
+    if best is None:
+        return True
+    if math.isnan(new):
+        return False
+    return math.isnan(best) or new < best
+
+
+def train_model(
+    model: nn.Module,
+    train: Dataset,
+    dev: Dataset | None,
+    *,
+    kind: TaskKind | str,
+    epochs: int | None = None,
+    steps: int | None = None,
+    batch_size: int,
+    lr: float,
+    label_smoothing: float = 0.0,
+    weight_decay: float = 1e-4,
+    momentum: float = 0.9,
+    warmup_epochs: float = 7.0,
+    seed: int,
+    augment: bool = True,
+    flip: bool = True,
+    resolution: Size | None = None,
+    eval_every_epoch: bool = True,
+    eval_batch_size: int = 256,
+    progress: Callable[[TrainProgress], None] | None = None,
+) -> TrainResult:
+    """Train `model` in place with SGD (Nesterov) + warm-up/cosine; keep the best-on-`dev` weights.
+
+    Give exactly one of `epochs` or `steps`. Every step uses exactly min(batch_size, len(train)) images
+    (the incomplete last batch of an epoch is dropped; each epoch reshuffles with a seed derived from
+    `seed`), so `train_flops` = FLOPs of one counted step x steps is exact. Dev error is computed after
+    every epoch (or only at the end when `eval_every_epoch=False`); without `dev` the final weights are
+    kept. The selected weights are loaded into `model` before returning.
+    """
+    kind = TaskKind(kind)
+    if (epochs is None) == (steps is None):
+        raise ValueError(f"give exactly one of epochs or steps, got epochs={epochs}, steps={steps}")
+    if (epochs is not None and epochs < 1) or (steps is not None and steps < 1):
+        raise ValueError(f"epochs and steps must be >= 1, got epochs={epochs}, steps={steps}")
+    if batch_size < 1 or not lr > 0:
+        raise ValueError(f"need batch_size >= 1 and lr > 0, got batch_size={batch_size}, lr={lr}")
+    n = len(train)
+    if n == 0:
+        raise ValueError(f"training set {train!r} is empty")
+    batch = min(batch_size, n)
+    steps_per_epoch = n // batch
+    max_steps = steps if steps is not None else epochs * steps_per_epoch  # type: ignore[operator]
+    loss_fn = TrainingLoss(kind, label_smoothing)
+    device = model_device(model)
+    optimizer = torch.optim.SGD(
+        model.parameters(), lr=lr, momentum=momentum, nesterov=momentum > 0, weight_decay=weight_decay
+    )
+    schedule = warmup_cosine(max_steps, warmup_steps_for(max_steps, steps_per_epoch, warmup_epochs))
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
+    augment_gen = torch.Generator().manual_seed(derive_seed(seed, _AUGMENT)) if augment else None
+
+    flops_per_step: float | None = None
+    best_state: dict[str, torch.Tensor] | None = None
+    best_error: float | None = None
+    best_step = 0
+    history: list[TrainProgress] = []
+    step = epoch = 0
+    while step < max_steps:
+        model.train()
+        losses = []
+        order_seed = derive_seed(seed, _ORDER, epoch)
+        for b in train.batches(batch, shuffle=True, seed=order_seed, drop_last=True):
+            if step >= max_steps:
+                break
+            x = prepare_batch(b.images, channels=_channels(model), size=resolution, generator=augment_gen, flip=flip)
+            x, y = x.to(device), _targets(b.labels, kind, device)
+            if flops_per_step is None:
+                flops_per_step = count_training_flops(model, (x, y), loss_fn=loss_fn)
+            loss = loss_fn(model(x), y)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            scheduler.step()
+            losses.append(loss.item())
+            step += 1
+        epoch += 1
+        dev_error = None
+        if dev is not None and (eval_every_epoch or step >= max_steps):
+            scores = predict_scores(model, dev, kind, eval_batch_size, resolution=resolution)
+            dev_error = classification_error(scores, dev.labels(), kind)
+            if _better(dev_error, best_error):
+                best_error, best_step, best_state = dev_error, step, _cpu_copy(model.state_dict())
+        record = TrainProgress(epoch, step, max_steps, float(np.mean(losses)), dev_error)
+        history.append(record)
+        if progress is not None:
+            progress(record)
+
+    if best_state is None:
+        best_state, best_step = _cpu_copy(model.state_dict()), step
+    else:
+        model.load_state_dict(best_state)
+    assert flops_per_step is not None  # max_steps >= 1, so at least one step ran
+    return TrainResult(
+        state_dict=best_state,
+        dev_error=best_error,
+        best_step=best_step,
+        steps=step,
+        batch_size=batch,
+        flops_per_step=flops_per_step,
+        train_flops=flops_per_step * step,
+        history=history,
+    )
