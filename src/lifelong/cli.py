@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 app = typer.Typer(
@@ -17,6 +18,13 @@ app = typer.Typer(
 data_app = typer.Typer(help="Look at data sources.", no_args_is_help=True)
 app.add_typer(data_app, name="data")
 console = Console()
+error_console = Console(stderr=True, soft_wrap=True)
+
+
+def _fail(exc: BaseException | str) -> typer.Exit:
+    """Print an error (as plain text: paths may contain [brackets]) on stderr; the exit to raise is code 2."""
+    error_console.print(f"[red]error:[/] {escape(str(exc))}")
+    return typer.Exit(2)
 
 
 def _parse_options(pairs: list[str]) -> dict:
@@ -48,6 +56,9 @@ def run_command(
     final: bool = typer.Option(False, "--final", help="Evaluate on the test split instead of dev_test."),
     skip_corrupt: bool = typer.Option(False, "--skip-corrupt", help="Skip (and count) corrupt images."),
     option: list[str] = typer.Option([], "--option", "-o", help="Learner option KEY=VALUE, repeatable."),
+    threads: int = typer.Option(
+        1, "--threads", min=1, help="Torch threads per run. Same seed + same threads = identical numbers."
+    ),
 ) -> None:
     """Run a learner over a stream; print per-task errors and the stream summary."""
     from lifelong.run.executors import make_executor
@@ -69,7 +80,9 @@ def run_command(
         for s in range(seed, seed + seeds)
     ]
     try:
-        results = make_executor(executor, address=ray_address, num_cpus=num_cpus).map(execute, specs)
+        results = make_executor(executor, address=ray_address, num_cpus=num_cpus, cpus_per_item=threads).map(
+            execute, specs
+        )
     except KeyboardInterrupt:
         console.print(
             "[yellow]Interrupted.[/] Every completed event is checkpointed. Resume with the same command plus "
@@ -77,8 +90,7 @@ def run_command(
         )
         raise typer.Exit(130) from None
     except (RunExistsError, FileNotFoundError, ValueError, ImportError) as exc:
-        console.print(f"[red]error:[/] {exc}")
-        raise typer.Exit(2) from None
+        raise _fail(exc) from None
     for result in results:
         _print_run(result)
     if len(results) > 1:
@@ -108,6 +120,10 @@ def _print_run(result: dict) -> None:
         + (f"; meta-test mean error {meta:.4f} over {result['num_meta_test_tasks']} tasks" if meta is not None else "")
         + f"; cumulative training FLOPs {result['cumulative_train_flops']:.3e}"
     )
+    if result["corrupt_skipped"]:
+        console.print(f"[yellow]{result['corrupt_skipped']} corrupt image(s) skipped[/] (per task: events.jsonl)")
+    if result["skipped_labels"]:
+        console.print(f"{result['skipped_labels']} label(s) had no positive in their split (left out of mAP)")
     if result["events_done"] < result["events_total"]:
         console.print(f"[yellow]stopped after {result['events_done']}/{result['events_total']} events[/]")
     console.print(f"records, plots and checkpoint: {result['path']}")
@@ -169,14 +185,13 @@ def data_inspect_command(
     try:
         info = describe(load_source(source, skip_corrupt=skip_corrupt))
     except (FileNotFoundError, ValueError) as exc:
-        console.print(f"[red]error:[/] {exc}")
-        raise typer.Exit(2) from None
+        raise _fail(exc) from None
     if as_json:
         typer.echo(json.dumps(info, indent=2, default=str))
         return
     table = Table(title=source, show_header=False)
     for key, value in info.items():
-        table.add_row(str(key), str(value))
+        table.add_row(escape(str(key)), escape(str(value)))
     console.print(table)
 
 
@@ -189,8 +204,7 @@ def results_command(
     from lifelong.run.results_store import ResultsDB
 
     if not (out / "results.sqlite").exists():
-        console.print(f"[red]error:[/] no results database in {out}; run `lifelong run --out {out}` first")
-        raise typer.Exit(2)
+        raise _fail(f"no results database in {out}; run `lifelong run --out {out}` first")
     runs = ResultsDB(out).runs()
     if as_json:
         typer.echo(json.dumps(runs, indent=2, default=str))

@@ -84,7 +84,7 @@ def check_learner(learner: Learner, *, seed: int = 0) -> dict:
     first = _predictions_after(learner, events, seed, through_pickle=False)
     again = _predictions_after(learner, events, seed, through_pickle=False)
     resumed = _predictions_after(learner, events, seed, through_pickle=True)
-    for (event, a), b, c in zip(first, again, resumed, strict=True):
+    for (event, a), (_, b), (_, c) in zip(first, again, resumed, strict=True):
         if not np.array_equal(a, b):
             raise LearnerCheckError(f"{event.name}: two runs with seed {seed} gave different predictions")
         if not np.array_equal(a, c):

@@ -12,6 +12,8 @@ class _SummaryState:
     train_flops: float = 0.0
     peak_parameters: int = 0
     skipped_labels: int = 0
+    corrupt_skipped: int = 0
+    duplicates_removed: int = 0
 
 
 class StreamSummary:
@@ -33,6 +35,8 @@ class StreamSummary:
                 state,
                 train_flops=state.train_flops + float(record["train_flops"]),
                 peak_parameters=max(state.peak_parameters, int(record.get("peak_parameters") or 0)),
+                corrupt_skipped=state.corrupt_skipped + int(record.get("corrupt_skipped") or 0),
+                duplicates_removed=state.duplicates_removed + int(record.get("duplicates_removed") or 0),
             )
         error = float(record["error"])
         if not math.isfinite(error):
@@ -54,6 +58,8 @@ class StreamSummary:
             "cumulative_train_flops": state.train_flops,
             "peak_parameters": state.peak_parameters,
             "skipped_labels": state.skipped_labels,
+            "corrupt_skipped": state.corrupt_skipped,
+            "duplicates_removed": state.duplicates_removed,
             "per_task_error": {uid: e for uid, e, _ in state.errors},
         }
 

@@ -123,6 +123,7 @@ def _run_event(
             resources = check_resources(event.name, learner_name, resources)
             record.update(split="train", train_flops=float(resources.train_flops))
             record["peak_parameters"] = int(resources.peak_parameters)
+            record.update(_data_notes(stream, event.task_index))
         else:
             predictions = learner.predict(event, learner_state)
             targets = event.dataset.labels()
@@ -134,6 +135,15 @@ def _run_event(
     except Exception as exc:  # learner or data failure: say where it happened, keep the cause chained
         raise EventError(f"{event.name}: {type(exc).__name__}: {exc}") from exc
     return learner_state, record
+
+
+def _data_notes(stream: Stream, task_index: int) -> dict:
+    """What loading the task's data dropped: corrupt images skipped and duplicates removed before splitting."""
+    notes = stream.splits(task_index).notes
+    return {
+        "corrupt_skipped": int(notes.get("corrupt_skipped", 0)),
+        "duplicates_removed": int(notes.get("dedup", {}).get("duplicates_removed", 0)),
+    }
 
 
 def _check_same_run(

@@ -69,11 +69,14 @@ class RayExecutor:
             ray.shutdown()
 
 
-def make_executor(name: str, *, address: str | None = None, num_cpus: int | None = None) -> Executor:
+def make_executor(
+    name: str, *, address: str | None = None, num_cpus: int | None = None, cpus_per_item: float = 1.0
+) -> Executor:
+    """`local` or `ray`; for Ray, each item reserves `cpus_per_item` CPUs (the run's torch threads)."""
     if name == "local":
         if address:
             raise ValueError("--ray-address needs --executor ray")
         return LocalExecutor()
     if name == "ray":
-        return RayExecutor(address=address, num_cpus=num_cpus)
+        return RayExecutor(address=address, num_cpus=num_cpus, cpus_per_item=cpus_per_item)
     raise ValueError(f"unknown executor {name!r}; choose 'local' or 'ray'")

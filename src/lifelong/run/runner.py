@@ -6,6 +6,7 @@ Executors map `execute` over specs (one per seed), so the same code runs in-proc
 from __future__ import annotations
 
 import dataclasses
+import os
 import platform
 import shutil
 import sys
@@ -15,6 +16,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from lifelong.core.learner import THREADS_ENV
 from lifelong.run.checkpoint import CheckpointStore
 from lifelong.run.results_store import ResultsDB, RunFolder
 
@@ -36,6 +38,7 @@ class RunSpec:
     overwrite: bool = False
     progress: bool = False
     stop_after: int | None = None  # end after this many events (the run stays resumable)
+    threads: int = 1  # torch threads; results are bit-identical for the same seed AND the same thread count
 
     @property
     def run_id(self) -> str:
@@ -59,6 +62,9 @@ def execute(spec: RunSpec) -> dict:
     from lifelong.run.environment import run
     from lifelong.suites import get_stream
 
+    if spec.threads < 1:
+        raise ValueError(f"threads must be >= 1, got {spec.threads}")
+    os.environ[THREADS_ENV] = str(spec.threads)  # read by torch learners (lifelong.training.configure_torch_threads)
     folder_path = spec.folder
     checkpoint = CheckpointStore(folder_path / CHECKPOINT_FILE)
     _prepare_folder(spec, folder_path, checkpoint)

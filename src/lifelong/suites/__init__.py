@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,12 +18,13 @@ def _mini(**options) -> Stream:
 
 
 STREAMS: dict[str, tuple[Callable[..., Stream], str]] = {
-    "mini": (_mini, "offline default: digits, glyphs, shapes, textures (one multi-label, one repeated)"),
+    "mini": (_mini, "offline default: digits, glyphs, shapes, textures (one multi-label, two repeated)"),
 }
 
 
-def get_stream(name_or_path: str, **options) -> Stream:
+def get_stream(name_or_path: str | os.PathLike, **options) -> Stream:
     """A built-in stream by name, or a custom stream from a .yaml/.yml/.toml manifest path."""
+    name_or_path = os.fspath(name_or_path)
     if name_or_path in STREAMS:
         return STREAMS[name_or_path][0](**options)
     if name_or_path.endswith(MANIFEST_SUFFIXES) or Path(name_or_path).exists():

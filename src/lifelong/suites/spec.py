@@ -87,9 +87,15 @@ def _load(spec: TaskSpec, skip_corrupt: bool):
         return load_source(spec.source, skip_corrupt=skip_corrupt, **dict(spec.options))
     except FileNotFoundError as exc:
         raise FileNotFoundError(f"task {spec.name!r}: {exc}") from exc
+    except ValueError as exc:
+        raise type(exc)(f"task {spec.name!r}: {exc}") from exc
 
 
 def _kind_and_classes(spec: TaskSpec, skip_corrupt: bool) -> tuple[TaskKind, tuple[str, ...]]:
+    """Declared kind and classes when both are given (no I/O); otherwise read the source once for what is missing.
+
+    Declared values are kept either way: the loader checks them against the data when the task loads.
+    """
     if spec.classes and spec.kind is not None:
         return TaskKind(spec.kind), tuple(spec.classes)
     labeled = _load(spec, skip_corrupt)
@@ -98,4 +104,4 @@ def _kind_and_classes(spec: TaskSpec, skip_corrupt: bool) -> tuple[TaskKind, tup
         raise ValueError(
             f"task {spec.name!r}: declared kind {kind.value!r} but {spec.source!r} is {labeled.kind.value!r}"
         )
-    return kind, tuple(labeled.class_names)
+    return kind, tuple(spec.classes) if spec.classes else tuple(labeled.class_names)

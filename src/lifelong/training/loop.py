@@ -17,13 +17,12 @@ import torch.nn.functional as F
 from torch import nn
 
 from lifelong.core.datasets import Dataset
+from lifelong.core.learner import THREADS_ENV
 from lifelong.core.tasks import TaskKind
 from lifelong.metrics.classification import task_error
 from lifelong.training.flops import count_training_flops, model_device
 from lifelong.training.inputs import Size, prepare_batch
 from lifelong.training.schedules import warmup_cosine, warmup_steps_for
-
-THREADS_ENV = "LIFELONG_TORCH_THREADS"
 
 # Stream tags for derive_seed: each kind of random choice draws from its own stream.
 _ORDER, _AUGMENT = 1, 2

@@ -33,6 +33,7 @@ TEXTURE_CLASSES = (
     "white_noise",
     "smooth_noise",
 )
+DEFAULT_PER_CLASS = 100  # images per class when a source is asked for without options
 _CHUNK = 2048  # images drawn per numpy batch: bounds temporary memory to a few tens of MB
 
 
@@ -69,7 +70,7 @@ def _to_uint8(values: np.ndarray) -> np.ndarray:
 # digits: scikit-learn's 1,797 real handwritten digits
 
 
-def digits(n_per_class: int | None, seed: int) -> LabeledImages:
+def digits(n_per_class: int | None = None, seed: int = 0) -> LabeledImages:
     """scikit-learn's real 8x8 handwritten digits (values 0..16 scaled to 0..255), 10 classes.
 
     `n_per_class` caps each class (about 180 exist) with a seeded choice; None keeps all 1,797.
@@ -294,8 +295,8 @@ def _rank_filter_3x3(images: np.ndarray, pick: np.ufunc) -> np.ndarray:
 def render_glyphs(
     name: str,
     chars: str,
-    n_per_class: int,
-    seed: int,
+    n_per_class: int = DEFAULT_PER_CLASS,
+    seed: int = 0,
     *,
     size: int,
     fonts: Sequence[int | str] | None,
@@ -367,8 +368,8 @@ def _bilinear(bank: np.ndarray, which: np.ndarray, x: np.ndarray, y: np.ndarray)
 
 
 def letters(
-    n_per_class: int,
-    seed: int,
+    n_per_class: int = DEFAULT_PER_CLASS,
+    seed: int = 0,
     *,
     size: int = 28,
     fonts: Sequence[int | str] | None = None,
@@ -381,8 +382,8 @@ def letters(
 
 
 def chars(
-    n_per_class: int,
-    seed: int,
+    n_per_class: int = DEFAULT_PER_CLASS,
+    seed: int = 0,
     *,
     size: int = 32,
     fonts: Sequence[int | str] | None = None,
@@ -477,7 +478,7 @@ def _noisy_backgrounds(rng: np.random.Generator, n: int, size: int) -> tuple[np.
     return field, base
 
 
-def shapes(n_per_class: int, seed: int, *, size: int = 32) -> LabeledImages:
+def shapes(n_per_class: int = DEFAULT_PER_CLASS, seed: int = 0, *, size: int = 32) -> LabeledImages:
     """8 procedural shape classes with random colour, size, position and rotation on noisy coloured backgrounds."""
     _check_counts("shapes", n_per_class, seed)
     rng = np.random.default_rng(seed)
@@ -497,7 +498,9 @@ def shapes(n_per_class: int, seed: int, *, size: int = 32) -> LabeledImages:
     return _labeled("shapes", images, labels, SHAPE_CLASSES, TaskKind.MULTI_CLASS, notes)
 
 
-def multi_shapes(n_per_class: int, seed: int, *, size: int = 32, max_shapes: int = 3) -> LabeledImages:
+def multi_shapes(
+    n_per_class: int = DEFAULT_PER_CLASS, seed: int = 0, *, size: int = 32, max_shapes: int = 3
+) -> LabeledImages:
     """Multi-label: each image holds 1..max_shapes distinct shape classes, one per quadrant; targets are multi-hot.
 
     Makes n_per_class * 8 images (so the set grows with the class count like the multi-class sources).
@@ -582,7 +585,7 @@ def _texture_patterns(
     return out
 
 
-def textures(n_per_class: int, seed: int, *, size: int = 32) -> LabeledImages:
+def textures(n_per_class: int = DEFAULT_PER_CLASS, seed: int = 0, *, size: int = 32) -> LabeledImages:
     """8 texture classes (oriented gratings, checkerboard, dots, white and 1/f^2 noise) in two random colours."""
     _check_counts("textures", n_per_class, seed)
     rng = np.random.default_rng(seed)
