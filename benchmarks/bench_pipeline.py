@@ -35,6 +35,7 @@ import torch.nn.functional as F
 from PIL import Image
 
 from lifelong.core.datasets import ArrayDataset
+from lifelong.core.learner import THREADS_ENV
 from lifelong.core.tasks import TaskKey, TaskKind
 from lifelong.data.build import build_task_splits
 from lifelong.data.images import resize_all
@@ -47,7 +48,7 @@ from lifelong.run.runner import RunSpec, execute
 from lifelong.suites import get_stream
 from lifelong.training.flops import count_training_flops
 from lifelong.training.inputs import prepare_batch
-from lifelong.training.loop import THREADS_ENV, configure_torch_threads
+from lifelong.training.loop import configure_torch_threads
 from lifelong.training.models import make_model
 
 FASHION_MNIST_DIR = Path("/usr/share/datasets/fashion-mnist")
@@ -300,9 +301,10 @@ def bench_run(epochs: int, stop_after: int | None, workdir: Path) -> dict:
     }
 
 
-def bench_execute(epochs: int, stop_after: int | None, workdir: Path, profile: bool) -> dict:
-    spec = RunSpec(stream="mini", learner="independent", out=str(workdir), learner_options={"epochs": epochs})
-    spec = dataclasses.replace(spec, stop_after=stop_after)
+def bench_execute(epochs: int, stop_after: int | None, threads: int, workdir: Path, profile: bool) -> dict:
+    options = {"epochs": epochs}
+    spec = RunSpec(stream="mini", learner="independent", out=str(workdir), learner_options=options)
+    spec = dataclasses.replace(spec, stop_after=stop_after, threads=threads)  # execute pins the thread count
     profiler = cProfile.Profile() if profile else None
     start = time.perf_counter()
     if profiler is not None:
@@ -428,7 +430,7 @@ def main(argv: list[str] | None = None) -> int:
             warm_up_learner()
             overhead = [
                 bench_run(args.epochs, stop_after, Path(tmp) / "run"),
-                bench_execute(args.epochs, stop_after, Path(tmp) / "execute", args.profile),
+                bench_execute(args.epochs, stop_after, threads, Path(tmp) / "execute", args.profile),
             ]
         print_overhead(overhead, args.epochs)
         if stop_after is not None:

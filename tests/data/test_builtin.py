@@ -120,8 +120,7 @@ def test_fonts_and_style_options_change_the_drawing():
 
 
 def test_builtin_options_are_checked():
-    with pytest.raises(ValueError, match=r"missing option\(s\) \['seed'\]"):
-        load_source("builtin:shapes", n_per_class=3)
+    assert len(load_source("builtin:shapes", n_per_class=3)) == 3 * 8  # seed defaults to 0
     with pytest.raises(ValueError, match=r"unknown option\(s\) \['colour'\]"):
         load_source("builtin:shapes", n_per_class=3, seed=0, colour=1)
     with pytest.raises(ValueError, match="unknown builtin source 'nope'"):
