@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 
 from lifelong.training import augment, center_resize, crop_and_resize, prepare_batch, sample_crop_boxes, to_input_tensor
 
@@ -68,3 +69,20 @@ def test_center_resize_and_prepare_batch():
     assert prepare_batch(images, size=8).shape == (6, 3, 8, 8)
     g1, g2 = torch.Generator().manual_seed(1), torch.Generator().manual_seed(1)
     assert torch.equal(prepare_batch(images, size=8, generator=g1), prepare_batch(images, size=8, generator=g2))
+
+
+def test_crop_and_resize_equals_affine_grid_sampling():
+    """The separable grid equals torch's affine_grid for the same scale+shift (and mirror) transform."""
+    gen = torch.Generator().manual_seed(0)
+    x = torch.rand(6, 3, 20, 24, generator=gen)
+    boxes = sample_crop_boxes(6, 20, 24, gen)
+    flip = torch.tensor([True, False, True, False, False, True])
+    top, left, h, w = boxes.to(torch.float64).unbind(1)
+    theta = torch.zeros(6, 2, 3, dtype=torch.float64)
+    theta[:, 0, 0] = (1 - 2 * flip.double()) * w / 24
+    theta[:, 0, 2] = 2 * (left + w / 2) / 24 - 1
+    theta[:, 1, 1] = h / 20
+    theta[:, 1, 2] = 2 * (top + h / 2) / 20 - 1
+    grid = F.affine_grid(theta, [6, 3, 16, 16], align_corners=False).float()
+    expected = F.grid_sample(x, grid, mode="bilinear", padding_mode="border", align_corners=False)
+    assert torch.allclose(crop_and_resize(x, boxes, 16, flip), expected, atol=1e-5)

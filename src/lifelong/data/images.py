@@ -137,8 +137,16 @@ def resize_all(images: Sequence[np.ndarray] | np.ndarray, size: int, channels: i
             batch = to_channels(batch, channels)
         elif batch.shape[-1] not in (1, channels):
             raise ValueError(f"images must have 1 or 3 channels, got shape {batch.shape[1:]}")
-        # a 1-channel result broadcasts over 3 output channels: the same as to_channels(..., 3)
-        out[slice(None) if idx is None else idx] = _resize_squares(batch, size)
+        resized = _resize_squares(batch, size)
+        rows = slice(None) if idx is None else idx
+        if resized.shape[-1] == channels:
+            out[rows] = resized
+        else:  # 1 -> 3 channels, one plain copy per channel (much faster than a broadcast assignment)
+            target = out if idx is None else np.empty((len(idx), size, size, channels), dtype=np.uint8)
+            for c in range(channels):
+                target[..., c] = resized[..., 0]
+            if idx is not None:
+                out[idx] = target
     return out
 
 

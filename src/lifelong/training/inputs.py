@@ -109,13 +109,16 @@ def crop_and_resize(
     out_h, out_w = _hw(size, x)
     boxes = boxes.to(torch.float64)
     top, left, h, w = boxes.unbind(dim=1)
-    theta = torch.zeros(n, 2, 3, dtype=torch.float64)
     sign = torch.ones(n, dtype=torch.float64) if flip is None else 1.0 - 2.0 * flip.to(torch.float64)
-    theta[:, 0, 0] = sign * w / width
-    theta[:, 0, 2] = 2.0 * (left + w / 2) / width - 1.0
-    theta[:, 1, 1] = h / height
-    theta[:, 1, 2] = 2.0 * (top + h / 2) / height - 1.0
-    grid = F.affine_grid(theta.to(x.dtype), [n, x.shape[1], out_h, out_w], align_corners=False)
+    # The crop is axis-aligned, so the sampling grid is separable: one coordinate vector per axis and image
+    # (what affine_grid computes for a scale+shift theta with align_corners=False, without the 3x3 matmuls).
+    base_x = (2.0 * torch.arange(out_w, dtype=torch.float64) + 1.0) / out_w - 1.0
+    base_y = (2.0 * torch.arange(out_h, dtype=torch.float64) + 1.0) / out_h - 1.0
+    gx = (sign * w / width)[:, None] * base_x + (2.0 * (left + w / 2) / width - 1.0)[:, None]
+    gy = (h / height)[:, None] * base_y + (2.0 * (top + h / 2) / height - 1.0)[:, None]
+    grid = torch.stack([gx[:, None, :].expand(n, out_h, out_w), gy[:, :, None].expand(n, out_h, out_w)], dim=-1).to(
+        x.dtype
+    )
     return F.grid_sample(x, grid, mode="bilinear", padding_mode="border", align_corners=False)
 
 
