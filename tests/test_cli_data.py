@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from PIL import Image
+from support import write_corrupt_png, write_png
 from typer.testing import CliRunner
 
 from lifelong.cli import app
@@ -18,29 +18,14 @@ from lifelong.suites import get_stream
 runner = CliRunner()
 
 
-def _png(path: Path, seed: int, height: int, width: int, gray: bool = False) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    shape = (height, width) if gray else (height, width, 3)
-    Image.fromarray(np.random.default_rng(seed).integers(0, 256, shape, dtype=np.uint8)).save(path)
-    return path
-
-
-def _corrupt_png(path: Path) -> Path:
-    full = _png(path.with_name("full_" + path.name), 999, 20, 20)
-    data = full.read_bytes()
-    full.unlink()
-    path.write_bytes(data[: len(data) // 2])
-    return path
-
-
 @pytest.fixture
 def folder(tmp_path) -> Path:
     """cat: 3 RGB 9x7 (h x w), dog: 2 gray 6x10; one non-image file."""
     root = tmp_path / "pets"
     for i in range(3):
-        _png(root / "cat" / f"{i}.png", i, 9, 7)
+        write_png(root / "cat" / f"{i}.png", i, 9, 7)
     for i in range(2):
-        _png(root / "dog" / f"{i}.png", 10 + i, 6, 10, gray=True)
+        write_png(root / "dog" / f"{i}.png", 10 + i, 6, 10, gray=True)
     (root / "notes.txt").write_text("ignored")
     return root
 
@@ -145,7 +130,7 @@ def test_inspect_folder_table(folder):
 
 def test_inspect_multi_label_csv_and_idx(tmp_path):
     for i in range(3):
-        _png(tmp_path / f"{i}.png", i, 4, 4)
+        write_png(tmp_path / f"{i}.png", i, 4, 4)
     (tmp_path / "tags.csv").write_text("path,labels\n0.png,a;b\n1.png,b\n2.png,\n")
     info = json.loads(_invoke("data", "inspect", f"csv:{tmp_path / 'tags.csv'}", "--json").output)
     assert info["kind"] == "multi-label" and info["per_class"] == {"a": 1, "b": 2} and info["count"] == 3
@@ -185,7 +170,7 @@ def test_inspect_error_keeps_square_brackets_in_the_path(tmp_path):
 
 
 def test_inspect_corrupt_file_names_it_or_skips_it(folder):
-    bad = _corrupt_png(folder / "dog" / "bad.png")
+    bad = write_corrupt_png(folder / "dog" / "bad.png")
     result = _invoke("data", "inspect", f"folder:{folder}")
     assert result.exit_code == 2
     assert str(bad) in _squash(result.output) and "skip_corrupt" in _squash(result.output)

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from PIL import Image
+from support import write_corrupt_png
 
 from lifelong.core.tasks import TaskKind
 from lifelong.data.labeled import LabeledImages
@@ -17,17 +18,6 @@ def _write_png(path: Path, value: int, size: tuple[int, int] = (6, 5), mode: str
     path.parent.mkdir(parents=True, exist_ok=True)
     color = value if mode == "L" else (value, 255 - value, value // 2)
     Image.new(mode, size, color).save(path)
-    return path
-
-
-def _write_corrupt(path: Path) -> Path:
-    """A file named .png whose content is a PNG cut in half: Pillow opens it but cannot decode it."""
-    full = path.with_suffix(".full.png")
-    Image.fromarray(np.random.default_rng(0).integers(0, 256, (40, 40, 3), dtype=np.uint8)).save(full)
-    data = full.read_bytes()
-    full.unlink()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data[: len(data) // 2])
     return path
 
 
@@ -49,7 +39,7 @@ def write_png():
 
 @pytest.fixture
 def write_corrupt():
-    return _write_corrupt
+    return write_corrupt_png
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from PIL import Image
+from support import write_corrupt_png, write_png
 
 from lifelong.core.events import PredictEvent, TrainEvent
 from lifelong.core.tasks import TaskKind
@@ -21,23 +21,6 @@ from lifelong.suites.manifest import manifest_specs
 
 # ---------------------------------------------------------------------------------------------------------
 # tiny data on disk
-
-
-def _png(path: Path, seed: int, height: int, width: int, gray: bool = False) -> Path:
-    """A tiny random PNG (distinct seeds give distinct images)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    shape = (height, width) if gray else (height, width, 3)
-    Image.fromarray(np.random.default_rng(seed).integers(0, 256, shape, dtype=np.uint8)).save(path)
-    return path
-
-
-def _corrupt_png(path: Path) -> Path:
-    """A .png holding the first half of a real PNG: Pillow opens it but cannot decode it."""
-    full = _png(path.with_name("full_" + path.name), 999, 20, 20)
-    data = full.read_bytes()
-    full.unlink()
-    path.write_bytes(data[: len(data) // 2])
-    return path
 
 
 def _idx(path: Path, array: np.ndarray) -> None:
@@ -56,7 +39,7 @@ IDX_TRAIN, IDX_TEST = 10, 4
 def _write_pets(folder: Path) -> None:
     for k, (cls, (h, w, gray)) in enumerate(PETS.items()):
         for i in range(PETS_PER_CLASS):
-            _png(folder / cls / f"{i}.png", 100 * k + i, h, w, gray)
+            write_png(folder / cls / f"{i}.png", 100 * k + i, h, w, gray)
     (folder / "README.txt").write_text("not an image: ignored")
 
 
@@ -65,7 +48,7 @@ def _write_data(root: Path) -> None:
     _write_pets(root / "data" / "pets")
     csv_dir = root / "data" / "csv"
     for i in range(CSV_ROWS):
-        _png(csv_dir / "img" / f"{i}.png", 1000 + i, 5, 6)
+        write_png(csv_dir / "img" / f"{i}.png", 1000 + i, 5, 6)
     items = ["path,label"] + [f"img/{i}.png,{'ab'[i % 2]}" for i in range(CSV_ROWS)]
     (csv_dir / "items.csv").write_text("\n".join(items) + "\n")
     tags = ["path,labels"] + [f"img/{i}.png,{cell}" for i, cell in enumerate(TAG_CELLS)]
@@ -482,7 +465,7 @@ def test_get_stream_accepts_a_path_object(tmp_path):
 
 def test_corrupt_png_is_named_when_the_task_loads(tmp_path):
     _write_pets(tmp_path / "pets")
-    bad = _corrupt_png(tmp_path / "pets" / "dog" / "bad.png")
+    bad = write_corrupt_png(tmp_path / "pets" / "dog" / "bad.png")
     stream = get_stream(str(_pets_manifest(tmp_path, ", kind: multi-class, classes: [cat, dog, fox]")))
     with pytest.raises(CorruptImageError, match=re.escape(str(bad))):
         stream.splits(0)
@@ -493,7 +476,7 @@ def test_corrupt_png_is_named_when_the_task_loads(tmp_path):
 @pytest.mark.parametrize("declared", ["", ", kind: multi-class, classes: [cat, dog, fox]"])
 def test_skip_corrupt_loads_and_reports_the_skipped_count(tmp_path, declared):
     _write_pets(tmp_path / "pets")
-    bad = _corrupt_png(tmp_path / "pets" / "dog" / "bad.png")
+    bad = write_corrupt_png(tmp_path / "pets" / "dog" / "bad.png")
     stream = get_stream(str(_pets_manifest(tmp_path, declared)), skip_corrupt=True)
     splits = stream.splits(0)
     assert splits.notes["corrupt_skipped"] == 1

@@ -9,7 +9,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from lifelong.core.tasks import TaskKey
+from lifelong.core.tasks import TaskKey, TaskKind
 
 
 @dataclass(frozen=True)
@@ -40,32 +40,42 @@ class Dataset(Protocol):
     def labels(self) -> np.ndarray: ...
 
 
-def validate_labels(task: TaskKey, split: str, labels: np.ndarray, n: int) -> np.ndarray:
-    """Check labels against the task and return them in canonical dtype; errors name task and label."""
-    where = f"task {task.uid!r} split {split!r}"
+def check_labels(
+    labels: np.ndarray, kind: TaskKind, num_classes: int, item: Callable[[int], str], where: str = ""
+) -> np.ndarray:
+    """Labels for `kind` in canonical dtype (int64 class indices, or uint8 multi-hot rows), else a ValueError.
+
+    Errors start with `where` (e.g. the task and split) and name the first offending item by `item(row)`.
+    """
     labels = np.asarray(labels)
-    if task.is_multi_label:
-        if labels.shape != (n, task.num_classes):
-            raise ValueError(
-                f"{where}: multi-label targets must have shape ({n}, {task.num_classes}), got {labels.shape}"
-            )
+    n, c = len(labels), num_classes
+    if kind is TaskKind.MULTI_LABEL:
+        if labels.ndim != 2 or labels.shape[1] != c:
+            raise ValueError(f"{where}multi-label targets must be multi-hot with shape (N, {c}), got {labels.shape}")
         bad = ~np.isin(labels, (0, 1))
         if bad.any():
-            row = int(np.argwhere(bad)[0][0])
-            raise ValueError(f"{where}: multi-hot labels must be 0 or 1; item {row} has {labels[row].tolist()}")
+            row, col = (int(v) for v in np.argwhere(bad)[0])
+            raise ValueError(
+                f"{where}{item(row)}: multi-hot entry for class {col} is {labels[row, col].item()!r}, "
+                f"expected 0 or 1 ({c} classes)"
+            )
         return labels.astype(np.uint8, copy=False)
-    if labels.shape != (n,):
-        raise ValueError(f"{where}: multi-class labels must have shape ({n},), got {labels.shape}")
-    if labels.size and not np.issubdtype(labels.dtype, np.integer):
-        if not np.all(np.mod(labels, 1) == 0):
-            raise ValueError(f"{where}: labels must be integers, got dtype {labels.dtype}")
+    if labels.ndim != 1:
+        raise ValueError(f"{where}multi-class labels must have shape (N,), got {labels.shape}")
+    if labels.size and labels.dtype.kind not in "iu":
+        integral = np.mod(labels, 1) == 0 if labels.dtype.kind == "f" else np.zeros(n, dtype=bool)
+        if not integral.all():
+            row = int(np.flatnonzero(~integral)[0])
+            raise ValueError(
+                f"{where}{item(row)}: label {labels[row].item()!r} is not an integer class index "
+                f"(labels dtype {labels.dtype}); map class names to indices 0..{c - 1} first"
+            )
     labels = labels.astype(np.int64, copy=False)
-    out_of_range = (labels < 0) | (labels >= task.num_classes)
+    out_of_range = (labels < 0) | (labels >= c)
     if out_of_range.any():
         row = int(np.flatnonzero(out_of_range)[0])
         raise ValueError(
-            f"{where}: label {int(labels[row])} of item {row} is out of range for "
-            f"{task.num_classes} classes (expected 0..{task.num_classes - 1})"
+            f"{where}{item(row)}: label {int(labels[row])} is out of range for {c} classes (expected 0..{c - 1})"
         )
     return labels
 
@@ -83,7 +93,10 @@ class ArrayDataset:
         self.task = task
         self.split = split
         self.images = images
-        self._labels = validate_labels(task, split, labels, len(images))
+        if len(labels) != len(images):
+            raise ValueError(f"task {task.uid!r} split {split!r}: {len(images)} images but {len(labels)} labels")
+        where = f"task {task.uid!r} split {split!r}: "
+        self._labels = check_labels(labels, task.kind, task.num_classes, lambda row: f"item {row}", where)
 
     def __len__(self) -> int:
         return len(self.images)

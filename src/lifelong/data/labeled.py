@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from lifelong.core.datasets import check_labels
 from lifelong.core.tasks import TaskKind
 
 OFFICIAL_SPLIT_NAMES = ("train", "val", "test")
@@ -107,40 +108,10 @@ class LabeledImages:
                 raise ValueError(f"item {self.ids[i]!r}: empty image of shape {image.shape}")
 
     def _validated_labels(self, labels: np.ndarray) -> np.ndarray:
-        n, c = len(self.ids), self.num_classes
-        if self.kind is TaskKind.MULTI_LABEL:
-            if labels.shape != (n, c):
-                raise ValueError(
-                    f"multi-label targets must be multi-hot with shape ({n}, {c}) for {n} items and {c} classes, "
-                    f"got shape {labels.shape}"
-                )
-            bad = ~np.isin(labels, (0, 1))
-            if bad.any():
-                row, col = (int(v) for v in np.argwhere(bad)[0])
-                raise ValueError(
-                    f"item {self.ids[row]!r}: multi-hot entry for class {col} is {labels[row, col].item()!r}, "
-                    f"expected 0 or 1 ({c} classes)"
-                )
-            return labels.astype(np.uint8, copy=False)
-        if labels.shape != (n,):
-            raise ValueError(f"multi-class labels must have shape ({n},) for {n} items, got {labels.shape}")
-        if labels.size and labels.dtype.kind not in "iu":
-            integral = np.mod(labels, 1) == 0 if labels.dtype.kind == "f" else np.zeros(n, dtype=bool)
-            if not integral.all():
-                row = int(np.flatnonzero(~integral)[0])
-                raise ValueError(
-                    f"item {self.ids[row]!r}: label {labels[row].item()!r} is not an integer class index "
-                    f"(labels dtype {labels.dtype}); map class names to indices 0..{c - 1} first"
-                )
-        labels = labels.astype(np.int64, copy=False)
-        out = (labels < 0) | (labels >= c)
-        if out.any():
-            row = int(np.flatnonzero(out)[0])
-            raise ValueError(
-                f"item {self.ids[row]!r}: label {int(labels[row])} is out of range for {c} classes "
-                f"(expected 0..{c - 1}); check the label column or the class_names"
-            )
-        return labels
+        n = len(self.ids)
+        if len(labels) != n:
+            raise ValueError(f"{n} items but {len(labels)} labels")
+        return check_labels(labels, self.kind, self.num_classes, lambda row: f"item {self.ids[row]!r}")
 
     def _validated_official_split(self, split: np.ndarray) -> np.ndarray:
         n = len(self.ids)
