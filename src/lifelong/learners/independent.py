@@ -30,8 +30,8 @@ class IndependentConfig:
 
     architecture: str = "resnet_mini"
     resolution: int | None = 32
-    epochs: int = 3
-    min_batch_size: int = 32
+    epochs: int = 10
+    min_batch_size: int = 16
     max_batch_size: int = 128
     lr: float = 0.05
     label_smoothing: float = 0.1
