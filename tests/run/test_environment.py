@@ -95,3 +95,33 @@ def test_learner_exception_is_wrapped_with_event():
 
 def test_resources_are_summed_as_floats():
     assert Resources(1.0).combine(Resources(2.0)).train_flops == 3.0
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkdirLearner(NearestMeanLearner):
+    """Writes a marker into the event's workdir; fails once on the second task if asked to."""
+
+    fail_on: str = ""
+
+    def train(self, event, state):
+        assert event.workdir is not None
+        event.workdir.mkdir(parents=True, exist_ok=True)
+        marker = event.workdir / "trial-0.done"
+        resumed = marker.exists()
+        marker.write_text("done")
+        if event.task.uid == self.fail_on:
+            raise RuntimeError("crash mid-event")
+        state, resources = super().train(event, state)
+        return {**state, "resumed": resumed}, resources
+
+
+def test_workdir_survives_a_crash_mid_event_and_is_cleared_after(tmp_path):
+    store = CheckpointStore(tmp_path / "ckpt.pkl")
+    with pytest.raises(EventError, match="crash mid-event"):
+        run(WorkdirLearner(fail_on="bars4"), tiny_stream(), checkpoint=store)
+    assert not (tmp_path / "work" / "bars3").exists()  # finished event: cleared
+    assert (tmp_path / "work" / "bars4" / "trial-0.done").exists()  # unfinished: kept for the resume
+    result = run(WorkdirLearner(), tiny_stream(), checkpoint=store, resume=True)
+    assert result.learner_state["resumed"] is False  # last task (bars_ml) started afresh
+    assert store.load().records[2]["task"] == "bars4"
+    assert not (tmp_path / "work").exists() or not any((tmp_path / "work").iterdir())

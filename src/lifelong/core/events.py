@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from lifelong.core.datasets import Dataset
 from lifelong.core.tasks import TaskKey
@@ -10,7 +11,12 @@ from lifelong.core.tasks import TaskKey
 
 @dataclass(frozen=True)
 class TrainEvent:
-    """Train on `task`: `train` and `dev` for the learner's own model selection, `train_and_dev` = both."""
+    """Train on `task`: `train` and `dev` for the learner's own model selection, `train_and_dev` = both.
+
+    `workdir`, when the run is checkpointed, is a folder the learner may use to persist work within the
+    event (e.g. finished hyper-parameter trials) so that a run interrupted mid-event resumes without
+    redoing it; the environment deletes it once the event is checkpointed.
+    """
 
     index: int
     task_index: int
@@ -18,6 +24,7 @@ class TrainEvent:
     train: Dataset
     dev: Dataset
     train_and_dev: Dataset
+    workdir: Path | None = None
 
     @property
     def name(self) -> str:

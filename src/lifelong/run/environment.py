@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import shutil
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -78,6 +80,10 @@ def run(
             _load_task(stream, event)
             data_seconds += time.perf_counter() - tick
             tick = time.perf_counter()
+            workdir = None
+            if checkpoint is not None and isinstance(event, TrainEvent):
+                workdir = checkpoint.path.parent / "work" / event.task.uid
+                event = dataclasses.replace(event, workdir=workdir)
             learner_state, record = _run_event(learner, learner_name, event, learner_state, stream, run_id)
             record["seconds"] = time.perf_counter() - tick
             learner_seconds += record["seconds"]
@@ -89,6 +95,8 @@ def run(
             state.next_event = event.index + 1
             if checkpoint is not None:
                 checkpoint.save(state)
+            if workdir is not None:
+                shutil.rmtree(workdir, ignore_errors=True)
             if on_record is not None:
                 on_record(record)
     total = time.perf_counter() - started
