@@ -25,6 +25,8 @@ class Learner(Protocol):
     - `predict(event, state)` returns one row per item of `event.dataset`, in its stored order:
       scores [N, C] for multi-class tasks (argmax is the prediction), probabilities in [0, 1] [N, C]
       for multi-label tasks.
+    - Optional: `predict_flops(event, state) -> float`, the FLOPs of that prediction (reported apart from
+      training FLOPs, which alone count towards cFLOP).
     """
 
     name: str

@@ -13,6 +13,7 @@ class _SummaryState:
     peak_parameters: int = 0
     skipped_labels: int = 0
     corrupt_skipped: int = 0
+    inference_flops: float = 0.0
     duplicates_removed: int = 0
 
 
@@ -44,6 +45,7 @@ class StreamSummary:
         return replace(
             state,
             errors=state.errors + ((record["task"], error, bool(record["meta_test"])),),
+            inference_flops=state.inference_flops + float(record.get("inference_flops") or 0.0),
             skipped_labels=state.skipped_labels + int(record.get("skipped_labels") or 0),
         )
 
@@ -57,6 +59,7 @@ class StreamSummary:
             "num_meta_test_tasks": len(meta_test),
             "cumulative_train_flops": state.train_flops,
             "peak_parameters": state.peak_parameters,
+            "inference_flops": state.inference_flops,
             "skipped_labels": state.skipped_labels,
             "corrupt_skipped": state.corrupt_skipped,
             "duplicates_removed": state.duplicates_removed,

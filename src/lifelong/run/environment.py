@@ -142,6 +142,7 @@ def _run_event(
             resources = check_resources(event.name, learner_name, resources)
             record.update(split="train", train_flops=float(resources.train_flops))
             record["peak_parameters"] = int(resources.peak_parameters)
+            record["dev_curve"] = [float(e) for e in resources.dev_curve]
             record.update(_data_notes(stream, event.task_index))
         else:
             predictions = learner.predict(event, learner_state)
@@ -149,6 +150,8 @@ def _run_event(
             predictions = check_predictions(event, learner_name, predictions, len(targets))
             error, skipped = task_error(task.kind, targets, predictions)
             record.update(split=event.split, error=float(error), skipped_labels=int(skipped), num_items=len(targets))
+            predict_flops = getattr(learner, "predict_flops", None)
+            record["inference_flops"] = float(predict_flops(event, learner_state)) if predict_flops else None
     except LearnerOutputError:
         raise
     except Exception as exc:  # learner or data failure: say where it happened, keep the cause chained
