@@ -70,4 +70,5 @@ class TaskKey:
             "year": self.year,
             "domain": self.domain,
             "occurrence": self.occurrence,
+            "resolution": self.metadata.get("resolution"),
         }

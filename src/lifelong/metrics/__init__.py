@@ -1,5 +1,18 @@
 """Metrics: per-evaluation errors and stream-level aggregates."""
 
+from lifelong.metrics.analysis import (
+    RunData,
+    aggregate_seeds,
+    forward_transfer,
+    forward_transfer_details,
+    pareto_front,
+    read_run,
+    records_of_type,
+    regret_curve,
+    slices,
+    summarize_run,
+    summarize_runs,
+)
 from lifelong.metrics.classification import (
     average_precision_details,
     error_rate,
@@ -12,4 +25,15 @@ __all__ = [
     "error_rate",
     "mean_average_precision",
     "task_error",
+    "RunData",
+    "aggregate_seeds",
+    "forward_transfer",
+    "forward_transfer_details",
+    "pareto_front",
+    "read_run",
+    "records_of_type",
+    "regret_curve",
+    "slices",
+    "summarize_run",
+    "summarize_runs",
 ]

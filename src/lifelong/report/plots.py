@@ -16,6 +16,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
+from lifelong.metrics.analysis import records_of_type
 from lifelong.run.atomic import atomic_write_bytes
 
 META_TEST_COLOR = "tab:orange"
@@ -23,28 +24,40 @@ META_TRAIN_COLOR = "tab:blue"
 MISSING_COLOR = "0.6"
 
 
-def _of_type(records: Iterable[Mapping[str, Any]], kind: str) -> list[Mapping[str, Any]]:
-    """Records of one type ('train' or 'predict') in stream order."""
-    return sorted((r for r in records if r.get("type") == kind), key=lambda r: r.get("event", 0))
-
-
-def _figure(num_points: int) -> tuple[Figure, Any]:
-    """A figure wide enough for one x label per point (106 tasks fit), on an Agg canvas."""
-    fig = Figure(figsize=(min(40.0, max(6.0, 0.2 * num_points + 2.0)), 4.5), layout="constrained")
+def new_figure(width: float, height: float = 4.5) -> tuple[Figure, Any]:
+    """A figure with one axes on its own Agg canvas (no pyplot state), laid out to fit its labels."""
+    fig = Figure(figsize=(width, height), layout="constrained")
     FigureCanvasAgg(fig)
     return fig, fig.add_subplot()
 
 
-def _set_task_ticks(ax: Any, uids: list[str]) -> None:
-    ax.set_xticks(range(len(uids)), uids, rotation=90 if len(uids) > 4 else 0, fontsize=7 if len(uids) > 30 else 9)
+def task_figure(num_points: int) -> tuple[Figure, Any]:
+    """A figure wide enough for one x label per point (106 tasks fit)."""
+    return new_figure(min(40.0, max(6.0, 0.2 * num_points + 2.0)))
+
+
+def set_task_ticks(ax: Any, uids: list[str]) -> None:
+    """One x tick per task labelled with its uid (plain text, no math), rotated and shrunk for long streams."""
+    rotation, fontsize = 90 if len(uids) > 4 else 0, 7 if len(uids) > 30 else 9
+    ax.set_xticks(range(len(uids)), uids, rotation=rotation, fontsize=fontsize, parse_math=False)
     ax.set_xlim(-0.6, max(len(uids), 1) - 0.4)
 
 
-def _note(ax: Any, text: str) -> None:
-    ax.text(0.5, 0.5, text, transform=ax.transAxes, ha="center", va="center", color="0.4")
+def note(ax: Any, text: str) -> None:
+    """Grey text in the middle of the axes, e.g. to say why a plot is empty."""
+    ax.text(0.5, 0.5, text, transform=ax.transAxes, ha="center", va="center", color="0.4", parse_math=False)
 
 
-def _save(fig: Figure, path: str | os.PathLike[str]) -> Path:
+def plain_legend(ax: Any, **kwargs: Any) -> Any:
+    """A legend whose labels (run ids, learner names) are plain text: '$' starts no math."""
+    legend = ax.legend(**kwargs)
+    for text in legend.get_texts():
+        text.set_parse_math(False)
+    return legend
+
+
+def save_png(fig: Figure, path: str | os.PathLike[str]) -> Path:
+    """Render `fig` as PNG (100 dpi) and write it atomically to `path`."""
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=100)
     path = Path(path)
@@ -54,8 +67,8 @@ def _save(fig: Figure, path: str | os.PathLike[str]) -> Path:
 
 def plot_task_errors(records: Iterable[Mapping[str, Any]], path: str | os.PathLike[str]) -> Path:
     """Bar chart of the error of each predict record in stream order; meta-test tasks highlighted."""
-    predictions = _of_type(records, "predict")
-    fig, ax = _figure(len(predictions))
+    predictions = records_of_type(records, "predict")
+    fig, ax = task_figure(len(predictions))
     uids = [str(r.get("task", r.get("task_name", "?"))) for r in predictions]
     errors = [r.get("error") for r in predictions]
     meta_test = [bool(r.get("meta_test", True)) for r in predictions]
@@ -65,7 +78,7 @@ def plot_task_errors(records: Iterable[Mapping[str, Any]], path: str | os.PathLi
     for x, error in enumerate(errors):
         if error is None:
             ax.text(x, 0.01, "n/a", ha="center", va="bottom", rotation=90, fontsize=7, color=MISSING_COLOR)
-    _set_task_ticks(ax, uids)
+    set_task_ticks(ax, uids)
     ax.set_ylim(0.0, max([1.0, *heights]) * 1.05)
     ax.set_ylabel("error (1 - accuracy or 1 - mAP)")
     scored = [float(e) for e, m in zip(errors, meta_test, strict=True) if e is not None and m]
@@ -74,20 +87,20 @@ def plot_task_errors(records: Iterable[Mapping[str, Any]], path: str | os.PathLi
         title += f"  (mean over {len(scored)} meta-test tasks: {sum(scored) / len(scored):.3f})"
     ax.set_title(title)
     if not predictions:
-        _note(ax, "no predict records")
+        note(ax, "no predict records")
     ax.legend(
         handles=[Patch(color=META_TRAIN_COLOR, label="meta-train"), Patch(color=META_TEST_COLOR, label="meta-test")],
         loc="upper right",
         fontsize=8,
     )
     ax.grid(axis="y", alpha=0.3)
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 def plot_cumulative_flops(records: Iterable[Mapping[str, Any]], path: str | os.PathLike[str]) -> Path:
     """Cumulative training FLOPs after each train event in stream order, on a log y-axis."""
-    trains = _of_type(records, "train")
-    fig, ax = _figure(len(trains))
+    trains = records_of_type(records, "train")
+    fig, ax = task_figure(len(trains))
     uids = [str(r.get("task", r.get("task_name", "?"))) for r in trains]
     cumulative: list[float] = []
     total = 0.0
@@ -107,12 +120,12 @@ def plot_cumulative_flops(records: Iterable[Mapping[str, Any]], path: str | os.P
         ax.set_title(f"cumulative training FLOPs  (total {cumulative[-1]:.3g})")
     else:
         ax.set_title("cumulative training FLOPs")
-        _note(ax, "no training FLOPs recorded" if trains else "no train records")
-    _set_task_ticks(ax, uids)
+        note(ax, "no training FLOPs recorded" if trains else "no train records")
+    set_task_ticks(ax, uids)
     ax.set_xlabel("stream position (task)")
     ax.set_ylabel("cumulative training FLOPs")
     ax.grid(alpha=0.3)
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 def plot_run(records: Iterable[Mapping[str, Any]], out_dir: str | os.PathLike[str]) -> list[Path]:

@@ -140,7 +140,7 @@ def _run_event(
         if isinstance(event, TrainEvent):
             learner_state, resources = learner.train(event, learner_state)
             resources = check_resources(event.name, learner_name, resources)
-            record.update(split="train", train_flops=float(resources.train_flops))
+            record.update(split="train", train_flops=float(resources.train_flops), num_items=len(event.train_and_dev))
             record["peak_parameters"] = int(resources.peak_parameters)
             record["dev_curve"] = [float(e) for e in resources.dev_curve]
             record.update(_data_notes(stream, event.task_index))
