@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from lifelong.core.streams import Stream
@@ -17,8 +18,24 @@ def _mini(**options) -> Stream:
     return mini_stream(**options)
 
 
+def _nevis(variant: str, **options) -> Stream:
+    """A Nevis'22 variant; tasks without data stay in it (failing when loaded) unless allow_missing is given."""
+    from lifelong.suites.nevis import nevis_stream
+
+    if "allow_missing" not in options:
+        options.setdefault("defer_missing", True)
+    return nevis_stream(variant, **options)
+
+
 STREAMS: dict[str, tuple[Callable[..., Stream], str]] = {
     "mini": (_mini, "offline default: digits, glyphs, shapes, textures (one multi-label, two repeated)"),
+    "nevis-full": (partial(_nevis, "full"), "Nevis'22 FULL: 106 tasks 1992-2021, meta-test from 2019 (needs data)"),
+    "nevis-short": (partial(_nevis, "short"), "Nevis'22 SHORT: 29 tasks (needs data)"),
+    "nevis-tiny": (partial(_nevis, "tiny"), "Nevis'22 TINY: 7 tasks (needs data)"),
+    "nevis-debug": (partial(_nevis, "debug"), "Nevis'22 DEBUG: COIL 20 and Pascal 2007 (needs data)"),
+    "nevis-major-domain": (partial(_nevis, "major-domain"), "Nevis'22 with object-domain meta-train tasks only"),
+    "nevis-large": (partial(_nevis, "large"), "Nevis'22 without meta-train datasets under 10,000 samples"),
+    "nevis-imagenet": (partial(_nevis, "imagenet"), "Nevis'22 ImageNet tasks only (2011, 2021)"),
 }
 
 

@@ -17,7 +17,8 @@ class TaskSpec:
 
     `source` is a `lifelong.data.sources.load_source` spec (`builtin:letters`, `idx:DIR`, `folder:DIR`,
     `csv:FILE`, `fashion-mnist`); `options` go to that source. `classes` may be omitted, in which case
-    the source is read once when the stream is built to learn them.
+    the source is read once when the stream is built to learn them. `split_rule` names a rule of
+    lifelong.data.splits (default "auto": the data's official split if any, else a random split).
     """
 
     name: str
@@ -28,6 +29,7 @@ class TaskSpec:
     resolution: int = 32
     classes: tuple[str, ...] = ()
     options: Mapping[str, Any] = field(default_factory=dict)
+    split_rule: str = "auto"
 
 
 def build_stream(
@@ -77,7 +79,9 @@ class _Loader:
                 f"task {self.key.uid!r}: source {self.spec.source!r} has classes {list(labeled.class_names)[:10]}, "
                 f"but the stream declares {list(self.key.class_names)[:10]}; fix the manifest's `classes`"
             )
-        return build_task_splits(self.key, labeled, resolution=self.spec.resolution, seed=self.split_seed)
+        return build_task_splits(
+            self.key, labeled, resolution=self.spec.resolution, seed=self.split_seed, split_rule=self.spec.split_rule
+        )
 
 
 def _load(spec: TaskSpec, skip_corrupt: bool):

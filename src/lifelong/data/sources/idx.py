@@ -31,7 +31,7 @@ FASHION_MNIST_DIRS = (Path("/usr/share/datasets/fashion-mnist"),)
 
 # File name prefix -> official split ("t10k" is MNIST's name for its test set).
 _PREFIX_SPLITS = {"train": "train", "t10k": "test", "test": "test", "val": "val"}
-_FILE = re.compile(r"^(?P<prefix>.+?)-(?P<what>images|labels)[-.]idx(?P<ndim>[13])-ubyte(?P<gz>\.gz)?$")
+IDX_FILE_NAME = re.compile(r"^(?P<prefix>.+?)-(?P<what>images|labels)[-.]idx(?P<ndim>[13])-ubyte(?P<gz>\.gz)?$")
 _UBYTE = 0x08
 
 
@@ -71,7 +71,7 @@ def load_idx_dir(directory: str | Path, *, class_names: Sequence[str] | None = N
         raise FileNotFoundError(f"IDX folder not found: {str(directory)!r}")
     found: dict[tuple[str, str], Path] = {}
     for path in sorted(directory.iterdir()):
-        match = _FILE.match(path.name)
+        match = IDX_FILE_NAME.match(path.name)
         if not match:
             continue
         key = (match["prefix"], match["what"])
