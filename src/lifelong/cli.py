@@ -33,7 +33,7 @@ def _parse_options(pairs: list[str]) -> dict:
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
-            raise typer.BadParameter(f"learner option {pair!r} must look like KEY=VALUE, e.g. epochs=2")
+            raise typer.BadParameter(f"option {pair!r} must look like KEY=VALUE, e.g. epochs=2")
         try:
             options[key] = json.loads(value)
         except json.JSONDecodeError:
@@ -58,6 +58,11 @@ def run_command(
     option: list[str] = typer.Option([], "--option", "-o", help="Learner option KEY=VALUE, repeatable."),
     threads: int = typer.Option(
         1, "--threads", min=1, help="Torch threads per run. Same seed + same threads = identical numbers."
+    ),
+    data_root: Path = typer.Option(None, "--data-root", help="Datasets folder (default: $LIFELONG_DATA)."),
+    allow_missing: bool = typer.Option(False, "--allow-missing", help="Run only the tasks whose data exists."),
+    stream_option: list[str] = typer.Option(
+        [], "--stream-option", "-s", help="Stream option KEY=VALUE, e.g. ablation=remove-first-30, shuffle_seed=1."
     ),
 ) -> None:
     """Run a learner over a stream; print per-task errors and the stream summary."""
@@ -120,6 +125,9 @@ def _print_run(result: dict) -> None:
         + (f"; meta-test mean error {meta:.4f} over {result['num_meta_test_tasks']} tasks" if meta is not None else "")
         + f"; cumulative training FLOPs {result['cumulative_train_flops']:.3e}"
     )
+    if result.get("tasks_missing"):
+        missing = result["tasks_missing"]
+        console.print(f"[yellow]{len(missing)} task(s) without data were left out[/] (--allow-missing): {missing[:8]}")
     if result["corrupt_skipped"]:
         console.print(f"[yellow]{result['corrupt_skipped']} corrupt image(s) skipped[/] (per task: events.jsonl)")
     if result["skipped_labels"]:
@@ -193,6 +201,53 @@ def data_inspect_command(
     for key, value in info.items():
         table.add_row(escape(str(key)), escape(str(value)))
     console.print(table)
+
+
+@data_app.command("status")
+def data_status_command(
+    stream: str = typer.Option("nevis-full", "--stream", help="A stream name, e.g. nevis-full or nevis-short."),
+    data_root: Path = typer.Option(None, "--data-root", help="Datasets folder (default: $LIFELONG_DATA)."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Which tasks of a stream have data, which are missing, and what to provide for each."""
+    from lifelong.suites.availability import data_status
+
+    try:
+        rows = data_status(stream, data_root)
+    except (FileNotFoundError, ValueError) as exc:
+        raise _fail(exc) from None
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2, default=str))
+        return
+    available = sum(r["available"] for r in rows)
+    table = Table(title=f"{stream}: {available}/{len(rows)} tasks have data")
+    for column in ("task", "year", "data", "source, or the folder to provide", "dataset"):
+        table.add_column(column, overflow="fold")
+    for r in rows:
+        where = r["source"] if r["available"] else r["expected"]
+        state = "yes" if r["available"] else "[red]missing[/]"
+        table.add_row(r["uid"], str(r["year"]), state, escape(str(where)), escape(r["published"]))
+    console.print(table)
+    if available < len(rows):
+        console.print("Each missing folder may hold any of these layouts:")
+        for layout in rows[0]["layouts"]:
+            console.print(f"  - {escape(layout)}")
+
+
+@app.command("report")
+def report_command(
+    run_dirs: list[Path] = typer.Argument(..., help="Run folders (runs/<run id>) to compare."),
+    out: Path = typer.Option(Path("report"), "--out", help="Folder for index.html and its figures."),
+    reference: str = typer.Option(None, "--reference", help="Run id or learner for regret (default: independent)."),
+) -> None:
+    """One HTML page comparing runs: error vs cFLOP with the Pareto front, per-task error, regret, slices."""
+    from lifelong.report.html import report_command as write
+
+    try:
+        page = write(run_dirs, out, reference)
+    except (FileNotFoundError, ValueError) as exc:
+        raise _fail(exc) from None
+    console.print(f"report: {page}")
 
 
 @app.command("results")

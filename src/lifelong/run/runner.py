@@ -39,12 +39,16 @@ class RunSpec:
     progress: bool = False
     stop_after: int | None = None  # end after this many events (the run stays resumable)
     threads: int = 1  # torch threads; results are bit-identical for the same seed AND the same thread count
+    data_root: str | None = None  # where streams such as nevis-* find their datasets
+    allow_missing: bool = False  # run the tasks that have data and record which ones ran
+    stream_options: dict[str, Any] = field(default_factory=dict)  # e.g. ablation, shuffle_seed (nevis-*)
 
     @property
     def run_id(self) -> str:
         stream = Path(self.stream).stem if self.stream.endswith((".yaml", ".yml", ".toml")) else self.stream
         final = "-final" if self.eval_split == "test" else ""
-        return f"{stream}-{self.learner}-seed{self.seed}{final}"
+        variant = "".join(f"-{k}={v}" for k, v in sorted(self.stream_options.items()))
+        return f"{stream}{variant}-{self.learner}-seed{self.seed}{final}".replace("/", "_")
 
     @property
     def folder(self) -> Path:
@@ -68,7 +72,14 @@ def execute(spec: RunSpec) -> dict:
     folder_path = spec.folder
     checkpoint = CheckpointStore(folder_path / CHECKPOINT_FILE)
     _prepare_folder(spec, folder_path, checkpoint)
-    stream = get_stream(spec.stream, eval_split=spec.eval_split, skip_corrupt=spec.skip_corrupt)
+    stream = get_stream(
+        spec.stream,
+        eval_split=spec.eval_split,
+        skip_corrupt=spec.skip_corrupt,
+        data_root=spec.data_root,
+        allow_missing=spec.allow_missing,
+        **spec.stream_options,
+    )
     learner = make_learner(spec.learner, **spec.learner_options)
     folder = RunFolder(folder_path)
     db = ResultsDB(Path(spec.out))
@@ -105,6 +116,7 @@ def execute(spec: RunSpec) -> dict:
     finished = result.summary["events_done"] == result.summary["events_total"]
     summary = {**result.summary, "run_id": spec.run_id, "path": str(folder_path), "timing": result.timing}
     summary["tasks_ran"] = [t.key.uid for t in stream.tasks]
+    summary["tasks_missing"] = list(getattr(stream, "missing_tasks", ()))
     folder.write_json("summary.json", summary)
     if finished:
         summary["plots"] = [str(p) for p in plot_run(result.records, folder_path)]

@@ -12,23 +12,32 @@ from lifelong.core.streams import Stream
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".toml")
 
 
-def _mini(**options) -> Stream:
+def _mini(data_root=None, allow_missing=None, **options) -> Stream:
+    """`mini` needs no data root and has no missing tasks: those options are accepted and unused."""
     from lifelong.suites.mini import mini_stream
 
     return mini_stream(**options)
 
 
-def _nevis(variant: str, **options) -> Stream:
-    """A Nevis'22 variant; tasks without data stay in it (failing when loaded) unless allow_missing is given."""
+def _nevis_mini(data_root=None, allow_missing=None, **options) -> Stream:
+    from lifelong.suites.nevis_mini import nevis_mini_stream
+
+    return nevis_mini_stream(**options)
+
+
+def _nevis(variant: str, allow_missing: bool | None = None, **options) -> Stream:
+    """A Nevis'22 variant. allow_missing None (listing streams): tasks without data stay in it and fail when
+    loaded; False (a run): missing data is an error listing it; True: only the tasks with data."""
     from lifelong.suites.nevis import nevis_stream
 
-    if "allow_missing" not in options:
-        options.setdefault("defer_missing", True)
-    return nevis_stream(variant, **options)
+    if allow_missing is None:
+        return nevis_stream(variant, defer_missing=True, **options)
+    return nevis_stream(variant, allow_missing=allow_missing, **options)
 
 
 STREAMS: dict[str, tuple[Callable[..., Stream], str]] = {
     "mini": (_mini, "offline default: digits, glyphs, shapes, textures (one multi-label, two repeated)"),
+    "nevis-mini": (_nevis_mini, "offline Nevis'22 in miniature: 13 tasks, meta-test from 2019, transfer pays off"),
     "nevis-full": (partial(_nevis, "full"), "Nevis'22 FULL: 106 tasks 1992-2021, meta-test from 2019 (needs data)"),
     "nevis-short": (partial(_nevis, "short"), "Nevis'22 SHORT: 29 tasks (needs data)"),
     "nevis-tiny": (partial(_nevis, "tiny"), "Nevis'22 TINY: 7 tasks (needs data)"),
@@ -47,6 +56,8 @@ def get_stream(name_or_path: str | os.PathLike, **options) -> Stream:
     if name_or_path.endswith(MANIFEST_SUFFIXES) or Path(name_or_path).exists():
         from lifelong.suites.manifest import load_manifest
 
+        options.pop("data_root", None)  # a manifest names its own paths
+        options.pop("allow_missing", None)
         return load_manifest(name_or_path, **options)
     raise ValueError(
         f"unknown stream {name_or_path!r}: give one of {sorted(STREAMS)} or a manifest file (.yaml/.yml/.toml)"
@@ -61,6 +72,7 @@ def describe_stream(stream: Stream) -> dict:
         "meta_train": len(stream.meta_train_tasks),
         "meta_test": len(stream.meta_test_tasks),
         "multi_label": sum(t.key.is_multi_label for t in stream.tasks),
+        "missing": len(getattr(stream, "missing_tasks", ())),
         "years": [
             min((t.key.year for t in stream.tasks if t.key.year), default=None),
             max((t.key.year for t in stream.tasks if t.key.year), default=None),
