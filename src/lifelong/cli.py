@@ -250,6 +250,66 @@ def report_command(
     console.print(f"report: {page}")
 
 
+@app.command("pretrain")
+def pretrain_cli(
+    source: str = typer.Argument(..., help="Data to pretrain on: builtin:NAME, fashion-mnist, idx:DIR, folder:DIR..."),
+    out: Path = typer.Option(..., "--out", help="Checkpoint file to write (e.g. pretrained/chars.pt)."),
+    architecture: str = typer.Option("resnet_mini", "--architecture", help="resnet_mini, resnet18 or resnet34."),
+    epochs: int = typer.Option(10, "--epochs", min=1),
+    resolution: int = typer.Option(32, "--resolution", min=1),
+    seed: int = typer.Option(0, "--seed"),
+    option: list[str] = typer.Option([], "--option", "-o", help="Source option KEY=VALUE, e.g. n_per_class=300."),
+) -> None:
+    """Train a model on a dataset and save a checkpoint for `--learner pretrained -o checkpoint=PATH`."""
+    from lifelong.training.pretrain import pretrain_command
+
+    try:
+        info = pretrain_command(source, out, architecture, epochs, resolution, seed, _parse_options(option))
+    except (FileNotFoundError, ValueError) as exc:
+        raise _fail(exc) from None
+    console.print_json(json.dumps(info, default=str))
+
+
+@app.command("transfer-matrix")
+def transfer_matrix_cli(
+    stream: str = typer.Option("nevis-mini", "--stream", help="A stream name or manifest."),
+    out: Path = typer.Option(Path("transfer_matrix.json"), "--out", help="JSON file for the matrix."),
+    cache: Path = typer.Option(None, "--cache", help="Folder of finished cells, to resume (default: OUT.cache)."),
+    epochs: int = typer.Option(10, "--epochs", min=1),
+    trials: int = typer.Option(1, "--trials", min=1),
+    seed: int = typer.Option(0, "--seed"),
+    executor: str = typer.Option("local", "--executor", help="local or ray."),
+    data_root: Path = typer.Option(None, "--data-root", help="Datasets folder (default: $LIFELONG_DATA)."),
+) -> None:
+    """Accuracy on task j after finetuning from task i's best Independent model, minus Independent on j."""
+    from lifelong.analysis.transfer_matrix import transfer_matrix
+    from lifelong.run.atomic import atomic_write_bytes
+    from lifelong.suites import get_stream
+
+    try:
+        built = get_stream(stream, data_root=str(data_root) if data_root else None, allow_missing=False)
+        result = transfer_matrix(
+            built,
+            epochs=epochs,
+            trials=trials,
+            seed=seed,
+            executor=executor,
+            cache_dir=cache or out.with_suffix(".cache"),
+            progress=True,
+        )
+    except (FileNotFoundError, ValueError) as exc:
+        raise _fail(exc) from None
+    atomic_write_bytes(out, json.dumps(result, indent=2).encode())
+    table = Table(title=f"transfer matrix of {stream} (accuracy gain over Independent; row = source)")
+    table.add_column("from \\ to")
+    for uid in result["tasks"]:
+        table.add_column(uid, justify="right")
+    for uid, row in zip(result["tasks"], result["matrix"], strict=True):
+        table.add_row(uid, *(f"{v:+.3f}" if v is not None else "-" for v in row))
+    console.print(table)
+    console.print(f"written to {out}")
+
+
 @app.command("results")
 def results_command(
     out: Path = typer.Option(Path("runs"), "--out", help="Results directory."),

@@ -1,15 +1,20 @@
-"""IndependentLearner on tiny synthetic tasks, and the learner registry."""
+"""IndependentLearner on tiny synthetic tasks (single run, HP search, resume, inference FLOPs), and the registry."""
 
+import dataclasses
 import pickle
 
 import numpy as np
 import pytest
 import torch
+from torch.utils.flop_counter import FlopCounterMode
 
 from lifelong.core import ArrayDataset, Learner, PredictEvent, Resources, TaskKey, TrainEvent
 from lifelong.learners import LEARNERS, describe_learners, make_learner
 from lifelong.learners.independent import IndependentConfig, IndependentLearner
 from lifelong.training import count_training_flops, make_model
+from lifelong.training.hpsearch import SearchSpace, Trial, sample_trials
+from lifelong.training.inputs import prepare_batch
+from lifelong.training.recipe import FitJob
 
 COLOURS = np.array([[230, 30, 30], [30, 230, 30], [30, 30, 230], [230, 230, 30]])
 COLOURS_KEY = TaskKey("colours", "multi-class", 4)
@@ -104,7 +109,7 @@ def test_config_validation_and_registry():
     assert "independent" in LEARNERS
     learner = make_learner("independent", epochs=2)
     assert isinstance(learner, IndependentLearner) and learner.config.epochs == 2
-    with pytest.raises(ValueError, match=r"unknown learner 'nope'; known learners: \['independent'"):
+    with pytest.raises(ValueError, match=r"unknown learner 'nope'; known learners: \[.*'independent'"):
         make_learner("nope")
     names = dict(describe_learners())
     assert names["independent"].startswith("Trains a fresh")
@@ -128,3 +133,86 @@ def test_defaults_on_2000_rgb_32px_images():
     scores = learner.predict(PredictEvent(1, 0, key, "dev_test", test), state)
     assert np.mean(scores.argmax(1) != test.labels()) < 0.2
     assert resources.train_flops > 0
+
+
+def _trial_files(workdir):
+    return {p.name: pickle.loads(p.read_bytes()) for p in sorted(workdir.glob("trial-*.pkl"))}
+
+
+def test_search_counts_every_trial_and_keeps_the_winner(tmp_path):
+    learner = IndependentLearner(**{**FAST, "epochs": 2, "trials": 3})
+    train_event, predict_event = _events(COLOURS_KEY, n=64)
+    train_event = dataclasses.replace(train_event, workdir=tmp_path / "work")
+    state, resources = learner.train(train_event, learner.init(0))
+    results = list(_trial_files(tmp_path / "work").values())
+    assert [r.trial for r in results] == sample_trials(SearchSpace(trials=3), seed=0)  # seeded by task index
+    best = min(results, key=lambda r: (r.dev_error, r.trial.index))
+    assert state["trial"] == dataclasses.asdict(best.trial) and state["dev_error"] == best.dev_error
+    assert resources.train_flops == sum(r.train_flops for r in results) > best.train_flops
+    assert resources.dev_curve == best.dev_curve and len(best.dev_curve) == 2
+    assert all(torch.equal(v, best.state_dict[k]) for k, v in state["model"].items())
+    assert learner.predict(predict_event, state).shape == (96, 4)
+
+
+def test_resume_mid_search_redoes_only_unfinished_trials(tmp_path, monkeypatch):
+    learner = IndependentLearner(**{**FAST, "epochs": 1, "trials": 3})
+    train_event = dataclasses.replace(_events(COLOURS_KEY, n=64)[0], workdir=tmp_path)
+    state, resources = learner.train(train_event, learner.init(2))
+    (tmp_path / "trial-0001.pkl").unlink()  # as if the run was killed while training trial 1
+    calls = []
+    fit = FitJob.__call__
+    monkeypatch.setattr(FitJob, "__call__", lambda job, trial: calls.append(trial.index) or fit(job, trial))
+    state2, resources2 = learner.train(train_event, learner.init(2))
+    assert calls == [1]
+    assert resources2 == resources and state2["trial"] == state["trial"]
+    assert all(torch.equal(v, state2["model"][k]) for k, v in state["model"].items())
+
+
+def test_trials_and_search_space_options():
+    cfg = IndependentConfig(lr=0.02, label_smoothing=0.05)
+    assert cfg.trials_for(3) == [Trial(0, 0.02, 0.05)]  # the default: one run, no search
+    frugal = IndependentConfig(trials=4, fixed_label_smoothing=0.15, lr_grid=[1e-4, 1e-3, 1e-2, 1e-1])
+    assert frugal.lr_grid == (1e-4, 1e-3, 1e-2, 1e-1)
+    trials = frugal.trials_for(5)
+    assert sorted(t.lr for t in trials) == [1e-4, 1e-3, 1e-2, 1e-1] and {t.label_smoothing for t in trials} == {0.15}
+    wide = IndependentConfig(trials=16, lr_range=[1e-3, 1e-2])
+    assert wide.trials_for(1) == sample_trials(SearchSpace(trials=16, lr=(1e-3, 1e-2)), seed=1)
+    assert wide.trials_for(1) != wide.trials_for(2)
+    with pytest.raises(ValueError, match="lr must be a range"):
+        IndependentConfig(trials=4, lr_range=(0.1, 0.01))
+    with pytest.raises(ValueError, match="choose executor='local'"):
+        IndependentConfig(executor="spark")
+    with pytest.raises(ValueError, match="choose executor='local'"):
+        IndependentConfig(ray_num_cpus=2)
+    assert IndependentConfig(executor="ray", ray_num_cpus=2).trial_executor(1).name == "ray"
+    assert IndependentConfig().trial_executor(1) is None
+
+
+@pytest.mark.parametrize("resolution", [None, 16])
+def test_predict_flops_is_forward_flops_per_example_times_items(resolution):
+    learner, state, _, _, event = _run(0, resolution=resolution, epochs=1)
+    flops = learner.predict_flops(event, state)
+    model = make_model("resnet_mini", 4).eval()
+    images = next(event.dataset.batches(32)).images
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        model(prepare_batch(images, size=resolution))
+    assert flops == pytest.approx(counter.get_total_flops() / 32 * len(event.dataset), rel=1e-12)
+    assert learner.predict_flops(event, state) == flops  # cached per model and input shape
+    with pytest.raises(ValueError, match="never trained on it"):
+        learner.predict_flops(event, learner.init(0))
+
+
+@pytest.mark.slow
+def test_ray_executor_gives_the_local_result():
+    ray = pytest.importorskip("ray")
+    options = {**FAST, "epochs": 1, "trials": 2}
+    train_event, _ = _events(COLOURS_KEY, n=64)
+    local = IndependentLearner(**options)
+    remote = IndependentLearner(**options, executor="ray", ray_num_cpus=2)
+    try:
+        state, resources = local.train(train_event, local.init(1))
+        state2, resources2 = remote.train(train_event, remote.init(1))
+    finally:
+        ray.shutdown()
+    assert resources == resources2 and state["trial"] == state2["trial"]
+    assert all(torch.equal(v, state2["model"][k]) for k, v in state["model"].items())

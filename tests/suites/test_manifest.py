@@ -228,6 +228,7 @@ def test_manifest_meta_train_and_meta_test(manifest):
         "meta_train": 3,
         "meta_test": 3,
         "multi_label": 1,
+        "missing": 0,
         "years": [2000, 2021],
     }
 

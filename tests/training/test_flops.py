@@ -1,4 +1,4 @@
-"""count_training_flops against analytic counts; it must leave the model untouched."""
+"""count_training_flops and count_inference_flops against analytic counts; they must leave the model untouched."""
 
 import pytest
 import torch
@@ -6,6 +6,7 @@ from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
 from lifelong.training import count_training_flops, resnet_mini
+from lifelong.training.flops import count_inference_flops
 
 
 def test_mlp_matches_analytic_count():
@@ -80,3 +81,31 @@ def test_does_not_modify_parameters_buffers_grads_modes_or_rng():
     assert torch.equal(model.head.weight.grad, torch.ones_like(model.head.weight))
     assert model.backbone.stem[0].weight.grad is None
     assert torch.equal(torch.get_rng_state(), rng_before)
+
+
+def test_inference_matches_analytic_forward_count_and_is_linear_in_batch():
+    n, d, h, c = 8, 12, 20, 5
+    mlp = nn.Sequential(nn.Linear(d, h), nn.ReLU(), nn.Linear(h, c))
+    assert count_inference_flops(mlp, torch.randn(n, d)) == 2 * n * d * h + 2 * n * h * c
+    cin, size, c1, k = 3, 8, 6, 7
+    conv = nn.Sequential(
+        nn.Conv2d(cin, c1, 3, padding=1), nn.BatchNorm2d(c1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten()
+    )
+    conv.append(nn.Linear(c1, k))
+    expected_per_image = 2 * c1 * size * size * cin * 9 + 2 * c1 * k
+    assert count_inference_flops(conv, torch.randn(4, cin, size, size)) == 4 * expected_per_image
+    assert count_inference_flops(conv, torch.randn(1, cin, size, size)) == expected_per_image
+
+
+def test_inference_counts_eval_forward_and_leaves_model_untouched():
+    model = resnet_mini(3, seed=1)
+    model.train()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    x = torch.randn(2, 3, 8, 8) * 3 + 1
+    flops = count_inference_flops(model, x)
+    assert all(m.training for m in model.modules())
+    for key, value in before.items():  # BatchNorm statistics included
+        assert torch.equal(value, model.state_dict()[key]), key
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        model.eval()(x)
+    assert flops == counter.get_total_flops() > 0

@@ -12,6 +12,10 @@ from lifelong.core.learner import Learner
 
 LEARNERS: dict[str, str] = {
     "independent": "lifelong.learners.independent:IndependentLearner",
+    "finetune-prev": "lifelong.learners.finetune:FinetunePrevLearner",
+    "finetune-knn": "lifelong.learners.finetune:FinetuneKnnLearner",
+    "pretrained": "lifelong.learners.pretrained:PretrainedLearner",
+    "pretrained+finetune-knn": "lifelong.learners.pretrained:PretrainedFinetuneKnnLearner",
     "nearest-mean": "lifelong.learners.nearest_mean:NearestMeanLearner",
 }
 

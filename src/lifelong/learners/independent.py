@@ -1,4 +1,10 @@
-"""Independent baseline (spec/nevis22.md section 6): a fresh, randomly initialised network for every task."""
+"""Independent baseline (spec/nevis22.md section 6): a fresh, randomly initialised network for every task.
+
+Each task's network comes from a hyper-parameter search (`lifelong.training.hpsearch`) over runs of the common
+recipe (`lifelong.training.recipe.FitJob`): by default a single run with the configured lr and label smoothing;
+with `trials` > 1, random search as in the paper (16 trials), the lowest dev error winning and every trial's
+FLOPs counted.
+"""
 
 from __future__ import annotations
 
@@ -7,15 +13,18 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import torch
 
+from lifelong.core.datasets import Dataset
 from lifelong.core.events import PredictEvent, TrainEvent
 from lifelong.core.resources import Resources
-from lifelong.training.loop import configure_torch_threads, derive_seed, predict_scores, train_model
+from lifelong.core.tasks import TaskKey
+from lifelong.run.executors import Executor, make_executor
+from lifelong.training.flops import count_inference_flops
+from lifelong.training.hpsearch import SearchSpace, Trial, sample_trials, search
+from lifelong.training.loop import configure_torch_threads, derive_seed, predict_scores
 from lifelong.training.models import ARCHITECTURES, count_parameters, make_model
-from lifelong.training.schedules import batch_size_for
-
-# Tags for derive_seed(task seed, tag): model initialisation and training draw independent streams.
-_INIT, _TRAIN = 0, 1
+from lifelong.training.recipe import FitJob, materialize
 
 
 @dataclass(frozen=True)
@@ -26,6 +35,13 @@ class IndependentConfig:
     the train split; batch size by `batch_size_for(N, min_batch_size, max_batch_size)`. No horizontal flip
     for tasks whose `domain` is in `no_flip_domains` (case-insensitive). `max_task_history` bounds the
     list of past task uids kept in the state.
+
+    Hyper-parameters: `trials=1` trains once with `lr` and `label_smoothing`; `trials` > 1 (the paper: 16) runs
+    random search: lr log-uniform in `lr_range`, label smoothing uniform in `label_smoothing_range`, or the frugal
+    variant with `fixed_label_smoothing` (0.15) and `lr_grid` ((1e-4, 1e-3, 1e-2, 1e-1)). Trials are drawn with
+    the task index as seed (the spec), and trained with seeds from (run seed, task index, trial index).
+    `executor`: "local" runs trials one after the other here; "ray" fans them out over Ray (a local Ray with
+    `ray_num_cpus` CPUs, or the cluster at `ray_address`), each trial using this process's torch thread count.
     """
 
     architecture: str = "resnet_mini"
@@ -42,6 +58,14 @@ class IndependentConfig:
     no_flip_domains: tuple[str, ...] = ("ocr",)
     eval_batch_size: int = 256
     max_task_history: int = 1000
+    trials: int = 1
+    lr_range: tuple[float, float] = (1e-4, 1e-1)
+    label_smoothing_range: tuple[float, float] = (0.0, 0.3)
+    fixed_label_smoothing: float | None = None
+    lr_grid: tuple[float, ...] | None = None
+    executor: str = "local"
+    ray_address: str | None = None
+    ray_num_cpus: int | None = None
 
     def __post_init__(self) -> None:
         if self.architecture not in ARCHITECTURES:
@@ -64,6 +88,73 @@ class IndependentConfig:
                 f"warmup_epochs={self.warmup_epochs}"
             )
         object.__setattr__(self, "no_flip_domains", tuple(d.lower() for d in self.no_flip_domains))
+        # options from JSON or YAML arrive as lists: keep the frozen config hashable
+        object.__setattr__(self, "lr_range", tuple(self.lr_range))
+        object.__setattr__(self, "label_smoothing_range", tuple(self.label_smoothing_range))
+        if self.lr_grid is not None:
+            object.__setattr__(self, "lr_grid", tuple(self.lr_grid))
+        self.search_space  # noqa: B018 -- SearchSpace validates the search options
+        self.trial_executor(threads=1)  # validates the executor options; starts nothing
+
+    @property
+    def search_space(self) -> SearchSpace:
+        """The random-search space of this config (used when `trials` > 1)."""
+        return SearchSpace(
+            trials=self.trials,
+            lr=self.lr_range,
+            label_smoothing=self.label_smoothing_range,
+            fixed_label_smoothing=self.fixed_label_smoothing,
+            lr_grid=self.lr_grid,
+        )
+
+    def trials_for(self, task_index: int) -> list[Trial]:
+        """The trials of task `task_index`: one with `lr` and `label_smoothing`, or `trials` seeded random draws."""
+        if self.trials == 1:
+            return [Trial(0, self.lr, self.label_smoothing)]
+        return sample_trials(self.search_space, seed=task_index)
+
+    def fit_job(
+        self,
+        task: TaskKey,
+        train: Dataset,
+        dev: Dataset | None,
+        *,
+        seed: int,
+        threads: int | None,
+        init_backbone: dict | None = None,
+    ) -> FitJob:
+        """This recipe's run on `task` (no flip for `no_flip_domains`) as a FitJob; datasets are materialized."""
+        return FitJob(
+            architecture=self.architecture,
+            num_classes=task.num_classes,
+            kind=task.kind,
+            train=materialize(train),
+            dev=None if dev is None else materialize(dev),
+            seed=seed,
+            epochs=self.epochs,
+            min_batch_size=self.min_batch_size,
+            max_batch_size=self.max_batch_size,
+            resolution=self.resolution,
+            augment=self.augment,
+            flip=task.domain.lower() not in self.no_flip_domains,
+            warmup_epochs=self.warmup_epochs,
+            weight_decay=self.weight_decay,
+            init_backbone=init_backbone,
+            momentum=self.momentum,
+            eval_batch_size=self.eval_batch_size,
+            threads=threads,
+        )
+
+    def trial_executor(self, threads: int) -> Executor | None:
+        """None for "local" (trials run one after the other here), else the executor; a trial takes `threads` CPUs."""
+        if self.executor == "local" and not (self.ray_address or self.ray_num_cpus):
+            return None
+        if self.executor != "ray":
+            raise ValueError(
+                f"executor {self.executor!r} with ray_address={self.ray_address!r}, ray_num_cpus={self.ray_num_cpus!r}"
+                ": choose executor='local' (no Ray options) or executor='ray'"
+            )
+        return make_executor("ray", address=self.ray_address, num_cpus=self.ray_num_cpus, cpus_per_item=threads)
 
 
 class IndependentLearner:
@@ -80,6 +171,7 @@ class IndependentLearner:
                 raise ValueError(f"unknown IndependentLearner option(s) {unknown}; known options: {sorted(known)}")
             config = dataclasses.replace(config, **options)
         self.config = config
+        self._forward_flops: dict[tuple[str, int, int, int], float] = {}  # per-example, by model and input shape
 
     def __repr__(self) -> str:
         return f"IndependentLearner({self.config})"
@@ -91,28 +183,18 @@ class IndependentLearner:
         return {"seed": int(seed), "task_uid": None, "model": None, "past_tasks": []}
 
     def train(self, event: TrainEvent, state: dict[str, Any]) -> tuple[dict[str, Any], Resources]:
-        """Train a fresh network on `event.train`, select on `event.dev`; randomness from (seed, task index)."""
-        configure_torch_threads()
+        """Search the task's hyper-parameters on `event.train` / `event.dev`; keep the winning trial's network.
+
+        Finished trials are persisted in `event.workdir` (when given), so an interrupted event resumes without
+        redoing them. FLOPs: every trial's; the dev curve: the winner's.
+        """
+        threads = configure_torch_threads()
         cfg, task = self.config, event.task
-        task_seed = derive_seed(state["seed"], event.task_index)
-        model = make_model(cfg.architecture, task.num_classes, seed=derive_seed(task_seed, _INIT))
-        result = train_model(
-            model,
-            event.train,
-            event.dev if len(event.dev) > 0 else None,
-            kind=task.kind,
-            epochs=cfg.epochs,
-            batch_size=batch_size_for(len(event.train), min_size=cfg.min_batch_size, max_size=cfg.max_batch_size),
-            lr=cfg.lr,
-            label_smoothing=cfg.label_smoothing,
-            weight_decay=cfg.weight_decay,
-            momentum=cfg.momentum,
-            warmup_epochs=cfg.warmup_epochs,
-            seed=derive_seed(task_seed, _TRAIN),
-            augment=cfg.augment,
-            flip=task.domain.lower() not in cfg.no_flip_domains,
-            resolution=cfg.resolution,
-            eval_batch_size=cfg.eval_batch_size,
+        job = cfg.fit_job(
+            task, event.train, event.dev, seed=derive_seed(state["seed"], event.task_index), threads=threads
+        )
+        best, results = search(
+            job, cfg.trials_for(event.task_index), workdir=event.workdir, executor=cfg.trial_executor(threads)
         )
         past = [*state.get("past_tasks", []), task.uid][-cfg.max_task_history :]
         new_state = {
@@ -122,28 +204,50 @@ class IndependentLearner:
             "architecture": cfg.architecture,
             "num_classes": task.num_classes,
             "resolution": cfg.resolution,
-            "model": result.state_dict,
-            "dev_error": result.dev_error,
+            "model": best.state_dict,
+            "dev_error": best.dev_error,
+            "trial": dataclasses.asdict(best.trial),
             "past_tasks": past,
         }
-        return new_state, Resources(train_flops=result.train_flops, peak_parameters=count_parameters(model))
+        resources = Resources(
+            train_flops=float(sum(r.train_flops for r in results)),
+            peak_parameters=count_parameters(make_model(cfg.architecture, task.num_classes, seed=0)),
+            dev_curve=best.dev_curve,
+        )
+        return new_state, resources
 
     def predict(self, event: PredictEvent, state: dict[str, Any]) -> np.ndarray:
         """Scores [N, C] for `event.dataset` in stored order (logits, or probabilities for multi-label tasks)."""
-        uid = event.task.uid
-        if state.get("model") is None or state.get("task_uid") != uid:
-            seen = (
-                "was trained on it earlier but keeps only the latest model"
-                if uid in state.get("past_tasks", ())
-                else ("was never trained on it")
-            )
-            raise ValueError(
-                f"IndependentLearner cannot predict task {uid!r}: it {seen} (current model: "
-                f"{state.get('task_uid')!r}); run the train event of {uid!r} before its predict events"
-            )
+        _check_can_predict(event, state)
         configure_torch_threads()
-        model = make_model(state["architecture"], state["num_classes"])
+        model = make_model(state["architecture"], state["num_classes"], seed=0)
         model.load_state_dict(state["model"])
         return predict_scores(
             model, event.dataset, event.task.kind, self.config.eval_batch_size, resolution=state["resolution"]
+        )
+
+    def predict_flops(self, event: PredictEvent, state: dict[str, Any]) -> float:
+        """FLOPs of `predict(event, state)`: forward FLOPs per example (counted once per model shape) x items."""
+        _check_can_predict(event, state)
+        resolution = state["resolution"]
+        height, width = (resolution, resolution) if resolution is not None else event.dataset.image_shape[:2]
+        key = (state["architecture"], state["num_classes"], height, width)
+        if key not in self._forward_flops:
+            model = make_model(state["architecture"], state["num_classes"], seed=0)
+            self._forward_flops[key] = count_inference_flops(model, torch.zeros(1, model.in_channels, height, width))
+        return self._forward_flops[key] * len(event.dataset)
+
+
+def _check_can_predict(event: PredictEvent, state: dict[str, Any]) -> None:
+    """Raise, saying why, unless `state` holds the model of `event`'s task."""
+    uid = event.task.uid
+    if state.get("model") is None or state.get("task_uid") != uid:
+        seen = (
+            "was trained on it earlier but keeps only the latest model"
+            if uid in state.get("past_tasks", ())
+            else ("was never trained on it")
+        )
+        raise ValueError(
+            f"IndependentLearner cannot predict task {uid!r}: it {seen} (current model: "
+            f"{state.get('task_uid')!r}); run the train event of {uid!r} before its predict events"
         )

@@ -27,7 +27,9 @@ class LocalExecutor:
 class RayExecutor:
     """Runs items as Ray tasks, one CPU each: a local Ray started on demand, or a cluster at `address`.
 
-    Results come back in the order of `items`. A failed item raises its original error here.
+    `fn` may be any picklable callable (a function or an object such as a training job holding its data);
+    it is put in Ray's object store once and shared by all items. Results come back in the order of
+    `items`; a failed item raises its original error here.
     """
 
     name = "ray"
@@ -59,14 +61,20 @@ class RayExecutor:
 
     def map(self, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
         ray = self._ensure_started()
-        remote = ray.remote(num_cpus=self.cpus_per_item, max_retries=0)(fn)
-        return ray.get([remote.remote(item) for item in items])
+        remote = ray.remote(num_cpus=self.cpus_per_item, max_retries=0)(_apply)
+        shared = ray.put(fn)
+        return ray.get([remote.remote(shared, item) for item in items])
 
     def shutdown(self) -> None:
         import ray
 
         if ray.is_initialized():
             ray.shutdown()
+
+
+def _apply(fn: Callable[[T], R], item: T) -> R:
+    """Ray task body: call the shared callable on one item."""
+    return fn(item)
 
 
 def make_executor(

@@ -1,6 +1,7 @@
-"""FLOPs of one training update step, counted by torch's FlopCounterMode (spec/nevis22.md section 3).
+"""FLOPs of one training update step, and of one forward pass, counted by torch's FlopCounterMode (spec section 3).
 
-A run's training FLOPs are this count, taken once per model and batch shape, times the number of steps.
+A run's training FLOPs are the update count, taken once per model and batch shape, times the number of steps;
+inference FLOPs (reported apart, never part of cFLOP) are the forward count per example times the examples.
 """
 
 from __future__ import annotations
@@ -65,6 +66,24 @@ def count_training_flops(
         with torch.no_grad():
             for buffer, value in saved_buffers:
                 buffer.copy_(value)
+        for module, mode in saved_modes:
+            module.train(mode)
+    return float(counter.get_total_flops())
+
+
+def count_inference_flops(model: nn.Module, inputs: torch.Tensor) -> float:
+    """FLOPs of one forward pass on `inputs` in eval mode, without gradients (same counting rules as above).
+
+    Divide by the batch size for a per-example cost (forward FLOPs are linear in it). The model's train/eval
+    modes, parameters and buffers are left unchanged (eval mode does not touch BatchNorm statistics).
+    """
+    saved_modes = [(m, m.training) for m in model.modules()]
+    counter = FlopCounterMode(display=False)
+    try:
+        model.eval()
+        with torch.no_grad(), counter:
+            model(inputs.to(model_device(model)))
+    finally:
         for module, mode in saved_modes:
             module.train(mode)
     return float(counter.get_total_flops())

@@ -1,0 +1,143 @@
+"""One training run of the common recipe (spec/nevis22.md section 6) on one task, as a picklable trial function.
+
+`FitJob(...)(trial)` builds a seeded network (optionally from given backbone weights), trains it with the trial's
+lr and label smoothing, keeps its best-on-dev weights and returns a `TrialResult`; `search` fans such calls out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from lifelong.core.datasets import ArrayDataset, Dataset, LazyDataset
+from lifelong.core.tasks import TaskKind
+from lifelong.training.hpsearch import Trial, TrialResult
+from lifelong.training.loop import configure_torch_threads, derive_seed, train_model
+from lifelong.training.models import ARCHITECTURES, make_model
+from lifelong.training.schedules import batch_size_for
+
+# Tags for derive_seed(job seed, trial index, tag): initialisation and training draw independent streams.
+_INIT, _TRAIN = 0, 1
+
+
+def materialize(dataset: Dataset) -> ArrayDataset:
+    """`dataset` held in memory as an ArrayDataset (picklable, so it can travel to executor workers)."""
+    if isinstance(dataset, ArrayDataset):
+        return dataset
+    if isinstance(dataset, LazyDataset):
+        return dataset.materialize()
+    if not isinstance(dataset, Dataset):
+        raise TypeError(f"expected a Dataset (ArrayDataset, LazyDataset, ...), got {type(dataset).__name__}")
+    batches = list(dataset.batches(4096))  # stored order
+    images = np.concatenate([b.images for b in batches]) if batches else np.zeros((0, *dataset.image_shape), np.uint8)
+    return ArrayDataset(dataset.task, dataset.split, images, dataset.labels())
+
+
+@dataclass(frozen=True)
+class FitJob:
+    """One training run of the common recipe on one task, as a picklable callable Trial -> TrialResult.
+
+    The trial's network is initialised from (`seed`, trial index) and trained with seeds from the same pair, so
+    a trial gives the same result wherever it runs (for the same torch thread count). `init_backbone` starts
+    from those backbone weights (fine-tuning, pretrained models) with a freshly initialised head. An empty
+    `dev` counts as none: the final weights are kept and `dev_error` is None. `threads`: torch threads of the
+    run (None: LIFELONG_TORCH_THREADS, else torch's default); set it so executor workers match this process.
+    """
+
+    architecture: str
+    num_classes: int
+    kind: TaskKind
+    train: ArrayDataset
+    dev: ArrayDataset | None
+    seed: int
+    epochs: int
+    min_batch_size: int = 16
+    max_batch_size: int = 512
+    resolution: int | None = 64
+    augment: bool = True
+    flip: bool = True
+    warmup_epochs: float = 7.0
+    weight_decay: float = 1e-4
+    init_backbone: dict | None = None
+    momentum: float = 0.9
+    eval_batch_size: int = 256
+    threads: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", TaskKind(self.kind))
+        if self.architecture not in ARCHITECTURES:
+            raise ValueError(f"unknown architecture {self.architecture!r}; choose one of {sorted(ARCHITECTURES)}")
+        for name, data in (("train", self.train), ("dev", self.dev)):
+            if data is None and name == "dev":
+                continue
+            if not isinstance(data, ArrayDataset):
+                raise TypeError(
+                    f"FitJob.{name} must be an ArrayDataset (picklable), got {type(data).__name__}; "
+                    "wrap it with lifelong.training.recipe.materialize(dataset)"
+                )
+            task = data.task
+            if task.kind is not self.kind or task.num_classes != self.num_classes:
+                raise ValueError(
+                    f"FitJob.{name} is task {task.uid!r} ({task.kind.value}, {task.num_classes} classes) but the "
+                    f"job trains a {self.kind.value} head with {self.num_classes} classes"
+                )
+        if len(self.train) == 0:
+            raise ValueError(f"FitJob.train of task {self.train.task.uid!r} is empty: there is nothing to train on")
+        if self.epochs < 1 or self.eval_batch_size < 1 or (self.threads is not None and self.threads < 1):
+            raise ValueError(
+                f"epochs, eval_batch_size and threads (when given) must be >= 1, got {self.epochs}, "
+                f"{self.eval_batch_size}, {self.threads}"
+            )
+        if self.resolution is not None and self.resolution < 1:
+            raise ValueError(f"resolution must be a positive int or None (native size), got {self.resolution}")
+        if self.seed < 0:
+            raise ValueError(f"seed must be a non-negative integer, got {self.seed}")
+        self._batch_size()  # the batch-size bounds are checked here; lr and the rest by train_model
+
+    def _batch_size(self) -> int:
+        return batch_size_for(len(self.train), min_size=self.min_batch_size, max_size=self.max_batch_size)
+
+    def __call__(self, trial: Trial) -> TrialResult:
+        """Train the trial's network; return its best-on-dev weights, dev error, FLOPs, steps and dev curve."""
+        if self.threads is not None:
+            torch.set_num_threads(self.threads)
+        else:
+            configure_torch_threads()
+        model = make_model(self.architecture, self.num_classes, seed=derive_seed(self.seed, trial.index, _INIT))
+        if self.init_backbone is not None:
+            try:
+                model.backbone.load_state_dict(self.init_backbone)
+            except RuntimeError as exc:
+                raise ValueError(
+                    f"init_backbone does not fit a {self.architecture!r} backbone: {exc}; give the `backbone` "
+                    "state_dict of a model of the same architecture"
+                ) from exc
+        dev = self.dev if self.dev is not None and len(self.dev) > 0 else None
+        result = train_model(
+            model,
+            self.train,
+            dev,
+            kind=self.kind,
+            epochs=self.epochs,
+            batch_size=self._batch_size(),
+            lr=trial.lr,
+            label_smoothing=trial.label_smoothing,
+            weight_decay=self.weight_decay,
+            momentum=self.momentum,
+            warmup_epochs=self.warmup_epochs,
+            seed=derive_seed(self.seed, trial.index, _TRAIN),
+            augment=self.augment,
+            flip=self.flip,
+            resolution=self.resolution,
+            eval_batch_size=self.eval_batch_size,
+        )
+        return TrialResult(
+            trial=trial,
+            dev_error=result.dev_error,
+            train_flops=result.train_flops,
+            steps=result.steps,
+            state_dict=result.state_dict,
+            dev_curve=tuple(p.dev_error for p in result.history if p.dev_error is not None),
+        )
