@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gzip
+import struct
 from pathlib import Path
 
 import numpy as np
@@ -23,3 +25,19 @@ def write_corrupt_png(path: Path) -> Path:
     full.unlink()
     path.write_bytes(data[: len(data) // 2])
     return path
+
+
+def write_idx(path: Path, array: np.ndarray, compress: bool = True) -> None:
+    """An IDX file (uint8 payload), gzipped by default."""
+    header = bytes([0, 0, 0x08, array.ndim]) + struct.pack(f">{array.ndim}I", *array.shape)
+    data = header + array.astype(np.uint8).tobytes()
+    path.write_bytes(gzip.compress(data) if compress else data)
+
+
+def write_mnist(folder: Path, n_train: int = 30, n_test: int = 8) -> None:
+    """A tiny MNIST in IDX files: distinct random 28x28 digits, labels 0..9 in turn."""
+    folder.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    for prefix, n in (("train", n_train), ("t10k", n_test)):
+        write_idx(folder / f"{prefix}-images-idx3-ubyte.gz", rng.integers(0, 256, (n, 28, 28)))
+        write_idx(folder / f"{prefix}-labels-idx1-ubyte.gz", np.arange(n) % 10)

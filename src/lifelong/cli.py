@@ -81,13 +81,16 @@ def run_command(
             resume=resume,
             overwrite=overwrite,
             progress=(executor == "local"),
+            threads=threads,
+            data_root=str(data_root) if data_root else None,
+            allow_missing=allow_missing,
+            stream_options=_parse_options(stream_option),
         )
         for s in range(seed, seed + seeds)
     ]
     try:
-        results = make_executor(executor, address=ray_address, num_cpus=num_cpus, cpus_per_item=threads).map(
-            execute, specs
-        )
+        runner = make_executor(executor, address=ray_address, num_cpus=num_cpus, cpus_per_item=threads)
+        results = runner.map(execute, specs)
     except KeyboardInterrupt:
         console.print(
             "[yellow]Interrupted.[/] Every completed event is checkpointed. Resume with the same command plus "

@@ -1,9 +1,6 @@
-import gzip
-import struct
-from pathlib import Path
-
 import numpy as np
 import pytest
+from support import write_idx
 
 from lifelong.core.tasks import TaskKind
 from lifelong.data.images import CorruptImageError
@@ -11,12 +8,6 @@ from lifelong.data.sources import describe, load_source
 from lifelong.data.sources.idx import FASHION_MNIST_DIRS, read_idx
 
 FASHION = FASHION_MNIST_DIRS[0]
-
-
-def _write_idx(path: Path, array: np.ndarray, compress: bool) -> None:
-    header = bytes([0, 0, 0x08, array.ndim]) + struct.pack(f">{array.ndim}I", *array.shape)
-    data = header + array.astype(np.uint8).tobytes()
-    path.write_bytes(gzip.compress(data) if compress else data)
 
 
 @pytest.mark.skipif(not FASHION.is_dir(), reason=f"{FASHION} absent: apt-get install dataset-fashion-mnist")
@@ -36,10 +27,10 @@ def test_tiny_idx_folder_gz_and_plain(tmp_path, compress):
     suffix = ".gz" if compress else ""
     rng = np.random.default_rng(0)
     train, test = rng.integers(0, 256, (6, 4, 3)), rng.integers(0, 256, (2, 4, 3))
-    _write_idx(tmp_path / f"train-images-idx3-ubyte{suffix}", train, compress)
-    _write_idx(tmp_path / f"train-labels-idx1-ubyte{suffix}", np.array([0, 1, 2, 0, 1, 2]), compress)
-    _write_idx(tmp_path / f"t10k-images-idx3-ubyte{suffix}", test, compress)
-    _write_idx(tmp_path / f"t10k-labels-idx1-ubyte{suffix}", np.array([2, 1]), compress)
+    write_idx(tmp_path / f"train-images-idx3-ubyte{suffix}", train, compress)
+    write_idx(tmp_path / f"train-labels-idx1-ubyte{suffix}", np.array([0, 1, 2, 0, 1, 2]), compress)
+    write_idx(tmp_path / f"t10k-images-idx3-ubyte{suffix}", test, compress)
+    write_idx(tmp_path / f"t10k-labels-idx1-ubyte{suffix}", np.array([2, 1]), compress)
     data = load_source(f"idx:{tmp_path}", class_names=["a", "b", "c"])
     assert data.images.shape == (8, 4, 3, 1)
     assert np.array_equal(data.images[6, :, :, 0], test[0])
@@ -50,7 +41,7 @@ def test_tiny_idx_folder_gz_and_plain(tmp_path, compress):
 
 def test_truncated_idx_file_is_named(tmp_path):
     path = tmp_path / "train-images-idx3-ubyte"
-    _write_idx(path, np.zeros((3, 4, 4)), compress=False)
+    write_idx(path, np.zeros((3, 4, 4)), compress=False)
     path.write_bytes(path.read_bytes()[:-5])
     with pytest.raises(CorruptImageError, match="train-images-idx3-ubyte.*truncated"):
         read_idx(path, 3)

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import gzip
 import pickle
-import struct
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import pytest
+from support import write_mnist
 
 from lifelong.core.tasks import TaskKind
 from lifelong.data.sources import LAYOUTS, conform_classes, load_source
@@ -32,20 +31,6 @@ COUNTS = {  # variant: (tasks, meta-train, meta-test) with the meta-test part fr
 }
 
 
-def _write_idx(path: Path, array: np.ndarray) -> None:
-    header = bytes([0, 0, 0x08, array.ndim]) + struct.pack(f">{array.ndim}I", *array.shape)
-    path.write_bytes(gzip.compress(header + array.astype(np.uint8).tobytes()))
-
-
-def _write_mnist(folder: Path, n_train: int = 30, n_test: int = 8) -> None:
-    """A tiny MNIST in IDX files: distinct random 28x28 digits, labels 0..9 in turn."""
-    folder.mkdir(parents=True)
-    rng = np.random.default_rng(0)
-    for prefix, n in (("train", n_train), ("t10k", n_test)):
-        _write_idx(folder / f"{prefix}-images-idx3-ubyte.gz", rng.integers(0, 256, (n, 28, 28)))
-        _write_idx(folder / f"{prefix}-labels-idx1-ubyte.gz", np.arange(n) % 10)
-
-
 def _write_cifar10(folder: Path, per_batch: int = 10, n_test: int = 6) -> None:
     """A tiny CIFAR-10 'python version' folder: two train batches, a test batch and the class names."""
     folder.mkdir(parents=True)
@@ -60,7 +45,7 @@ def _write_cifar10(folder: Path, per_batch: int = 10, n_test: int = 6) -> None:
 @pytest.fixture
 def data_root(tmp_path) -> Path:
     """A data root holding MNIST (IDX) and CIFAR-10 (pickles inside the archive's own folder)."""
-    _write_mnist(tmp_path / "mnist")
+    write_mnist(tmp_path / "mnist")
     _write_cifar10(tmp_path / "cifar10" / "cifar-10-batches-py")
     return tmp_path
 
@@ -271,7 +256,7 @@ def test_rows_are_frozen_dataclasses_with_the_table_fields():
 def test_each_accepted_layout_is_detected_from_names_alone(tmp_path, write_png):
     from lifelong.data.sources import detect_source
 
-    _write_mnist(tmp_path / "idx")
+    write_mnist(tmp_path / "idx")
     (tmp_path / "csv").mkdir()
     (tmp_path / "csv" / "labels.csv").write_text("path,label\n")
     write_png(tmp_path / "folder" / "train" / "cat" / "0.png", 1)
