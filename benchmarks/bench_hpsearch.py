@@ -25,7 +25,7 @@ from lifelong.core.learner import THREADS_ENV
 from lifelong.core.tasks import TaskKey
 from lifelong.data.images import resize_all
 from lifelong.run.executors import LocalExecutor, RayExecutor
-from lifelong.training.hpsearch import SearchSpace, TrialResult, sample_trials, search
+from lifelong.training.hpsearch import SearchSpace, identical, sample_trials, search
 from lifelong.training.recipe import FitJob
 
 FASHION_MNIST_DIR = Path("/usr/share/datasets/fashion-mnist")
@@ -62,21 +62,6 @@ def warm_worker(index: int) -> int:
 
     time.sleep(1.0)
     return os.getpid()
-
-
-def same(a: TrialResult, b: TrialResult) -> bool:
-    """Identical trial, dev error, FLOPs, steps, dev curve and weights (tensors compared exactly)."""
-    if (a.trial, a.dev_error, a.train_flops, a.steps, a.dev_curve) != (
-        b.trial,
-        b.dev_error,
-        b.train_flops,
-        b.steps,
-        b.dev_curve,
-    ):
-        return False
-    return a.state_dict.keys() == b.state_dict.keys() and all(
-        torch.equal(a.state_dict[k], b.state_dict[k]) for k in a.state_dict
-    )
 
 
 def main() -> None:
@@ -128,7 +113,7 @@ def main() -> None:
     finally:
         executor.shutdown()
 
-    identical = all(same(a, b) for a, b in zip(local, remote, strict=True)) and local_best.trial == ray_best.trial
+    identical = all(identical(a, b) for a, b in zip(local, remote, strict=True)) and local_best.trial == ray_best.trial
     rows = [
         ("sequential (LocalExecutor)", sequential, 1.0),
         (f"Ray start-up ({len(set(pids))} workers warmed)", startup, None),

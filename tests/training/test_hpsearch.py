@@ -10,7 +10,7 @@ import torch
 
 from lifelong.core import ArrayDataset, TaskKey
 from lifelong.run.executors import LocalExecutor, RayExecutor
-from lifelong.training.hpsearch import SearchSpace, Trial, TrialResult, sample_trials, search
+from lifelong.training.hpsearch import SearchSpace, Trial, TrialResult, identical, sample_trials, search
 from lifelong.training.recipe import FitJob
 
 GRID = (1e-4, 1e-3, 1e-2, 1e-1)
@@ -31,21 +31,6 @@ class FakeFit:
         error = self.errors.get(trial.index, 0.5)
         weights = {"w": torch.full((2,), trial.lr)}
         return TrialResult(trial, error, 10.0 * (trial.index + 1), 3, weights, (0.9, error or 0.9))
-
-
-def _same(a: TrialResult, b: TrialResult) -> bool:
-    """Equal trial, numbers, curve and weights (tensors compared exactly)."""
-    if (a.trial, a.dev_error, a.train_flops, a.steps, a.dev_curve) != (
-        b.trial,
-        b.dev_error,
-        b.train_flops,
-        b.steps,
-        b.dev_curve,
-    ):
-        return False
-    return a.state_dict.keys() == b.state_dict.keys() and all(
-        torch.equal(a.state_dict[k], b.state_dict[k]) for k in a.state_dict
-    )
 
 
 def test_sampling_is_seeded_and_within_ranges():
@@ -143,7 +128,7 @@ def test_resume_reuses_finished_trials_from_the_workdir(tmp_path):
     assert again.calls == []
     fresh_best, fresh = search(FakeFit(errors), _trials(5))
     assert best.trial.index == best2.trial.index == fresh_best.trial.index == 1
-    assert all(_same(a, b) and _same(a, c) for a, b, c in zip(results, results2, fresh, strict=True))
+    assert all(identical(a, b) and identical(a, c) for a, b, c in zip(results, results2, fresh, strict=True))
 
 
 def test_executor_map_also_persists_each_finished_trial(tmp_path):
@@ -202,5 +187,5 @@ def test_ray_gives_the_same_trial_results_as_local():
         ray_best, remote = search(job, trials, executor=executor)
     finally:
         executor.shutdown()
-    assert all(_same(a, b) for a, b in zip(local, remote, strict=True))
+    assert all(identical(a, b) for a, b in zip(local, remote, strict=True))
     assert local_best.trial == ray_best.trial

@@ -154,6 +154,23 @@ def _checked(result: object, trial: Trial) -> TrialResult:
     return result
 
 
+def identical(a: TrialResult, b: TrialResult) -> bool:
+    """Same trial, dev error, FLOPs, steps, dev curve and weights (tensors compared exactly)."""
+    import torch
+
+    if (a.trial, a.dev_error, a.train_flops, a.steps, a.dev_curve) != (
+        b.trial,
+        b.dev_error,
+        b.train_flops,
+        b.steps,
+        b.dev_curve,
+    ):
+        return False
+    return a.state_dict.keys() == b.state_dict.keys() and all(
+        torch.equal(a.state_dict[k], b.state_dict[k]) for k in a.state_dict
+    )
+
+
 def _best(results: Sequence[TrialResult]) -> TrialResult:
     """The winner: lowest dev error; ties, None and NaN go to the lowest trial index."""
     if not results:
