@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-import lifelong.learners.finetune as finetune
+import lifelong.learners.independent as independent
 from lifelong.core import ArrayDataset, TaskKey, TrainEvent
 from lifelong.learners import make_learner
 from lifelong.learners.finetune import FinetuneKnnLearner, FinetunePrevLearner
@@ -50,11 +50,11 @@ EVENTS = [_event(0, _stripes, "s1", 1), _event(1, _colours, "col", 2), _event(2,
 
 
 class _SearchSpy:
-    """Wraps finetune.search, recording the initial backbone and work folder of every search."""
+    """Wraps the learners' search, recording the initial backbone and work folder of every search."""
 
     def __init__(self):
         self.calls = []
-        self._search = finetune.search
+        self._search = independent.search
 
     def __call__(self, fit, trials, **kwargs):
         self.calls.append((fit.init_backbone, kwargs.get("workdir")))
@@ -78,7 +78,7 @@ def knn_runs():
     with pytest.MonkeyPatch.context() as patch:
         for mode in ("dynamic", "static"):
             spy = _SearchSpy()
-            patch.setattr(finetune, "search", spy)
+            patch.setattr(independent, "search", spy)
             states, resources = _run(FinetuneKnnLearner(**FAST, mode=mode), EVENTS)
             runs[mode] = (states, resources, spy.calls)
     return runs
@@ -90,7 +90,7 @@ def _equal(a, b):
 
 def test_finetune_prev_starts_each_task_from_the_previous_model(monkeypatch):
     spy = _SearchSpy()
-    monkeypatch.setattr(finetune, "search", spy)
+    monkeypatch.setattr(independent, "search", spy)
     learner = FinetunePrevLearner(**TINY)
     states, resources = _run(learner, EVENTS[:2])
     (first_init, _), (second_init, _) = spy.calls

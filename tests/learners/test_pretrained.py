@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-import lifelong.learners.finetune as finetune
+import lifelong.learners.independent as independent
 from lifelong.core import ArrayDataset, TaskKey, TrainEvent
 from lifelong.learners import make_learner
 from lifelong.learners.pretrained import PretrainedFinetuneKnnLearner, PretrainedLearner
@@ -63,9 +63,9 @@ def test_pretrain_is_deterministic(checkpoint, tmp_path):
 
 def test_learner_starts_every_task_from_the_checkpoint(checkpoint, monkeypatch):
     inits = []
-    search = finetune.search
+    search = independent.search
     monkeypatch.setattr(
-        finetune, "search", lambda fit, trials, **kw: inits.append(fit.init_backbone) or search(fit, trials, **kw)
+        independent, "search", lambda fit, trials, **kw: inits.append(fit.init_backbone) or search(fit, trials, **kw)
     )
     learner = PretrainedLearner(checkpoint=str(checkpoint), **TINY)
     state = learner.init(0)

@@ -39,7 +39,7 @@ import torch
 from lifelong.core.events import TrainEvent
 from lifelong.core.resources import Resources
 from lifelong.learners.independent import IndependentConfig, IndependentLearner
-from lifelong.training.hpsearch import TrialResult, search
+from lifelong.training.hpsearch import TrialResult
 from lifelong.training.loop import configure_torch_threads, derive_seed
 from lifelong.training.models import count_parameters, make_model
 from lifelong.training.relatedness import (
@@ -123,47 +123,17 @@ class TransferLearner(IndependentLearner):
         """State entries to add once the task is trained (nothing here)."""
         return Kept({})
 
-    def search_task(
-        self, event: TrainEvent, state: dict[str, Any], init_backbone: BackboneState | None, workdir: str
-    ) -> tuple[TrialResult, float]:
-        """(best trial, FLOPs of all trials) of the configured search on `event`'s task from `init_backbone`."""
-        threads = configure_torch_threads()
-        cfg = self.config
-        job = cfg.fit_job(
-            event.task,
-            event.train,
-            event.dev,
-            seed=derive_seed(state["seed"], event.task_index),
-            threads=threads,
-            init_backbone=None if init_backbone is None else dict(init_backbone),
-        )
-        best, results = search(
-            job,
-            cfg.trials_for(event.task_index),
-            workdir=_workdir(event, workdir),
-            executor=cfg.trial_executor(threads),
-        )
-        return best, float(sum(r.train_flops for r in results))
-
     def train(self, event: TrainEvent, state: dict[str, Any]) -> tuple[dict[str, Any], Resources]:
         """Choose the initial backbone, search the task's hyper-parameters from it, keep the winner."""
         configure_torch_threads()
         cfg, task = self.config, event.task
         choice = self.choose_init(event, state)
-        best, flops = self.search_task(event, state, choice.backbone, "trials")
+        best, flops = self.search_task(event, state, choice.backbone, _workdir(event, "trials"))
         kept = self.remember(event, state, best, choice)
         selection = {"task": task.uid, "init": choice.source, **choice.record}
         new_state = {
             **state,
-            "task_uid": task.uid,
-            "task_index": event.task_index,
-            "architecture": cfg.architecture,
-            "num_classes": task.num_classes,
-            "resolution": cfg.resolution,
-            "model": best.state_dict,
-            "dev_error": best.dev_error,
-            "trial": dataclasses.asdict(best.trial),
-            "past_tasks": [*state.get("past_tasks", []), task.uid][-cfg.max_task_history :],
+            **self.task_state(event, state, best),
             "init_from": choice.source,
             "selections": [*state.get("selections", []), selection][-cfg.max_task_history :],
             **kept.entries,
@@ -298,7 +268,7 @@ class FinetuneKnnLearner(TransferLearner):
         reference: dict[str, torch.Tensor] | None = None
         extra_flops, extra_models = 0.0, 0
         if choice.source != RANDOM_INIT:  # its own model is not independent: train one for future scoring
-            independent, flops = self.search_task(event, state, None, "independent")
+            independent, flops = self.search_task(event, state, None, _workdir(event, "independent"))
             reference = backbone_state(independent.state_dict)
             extra_flops, extra_models = (flops if cfg.count_independent_flops else 0.0), 1
         references = [*state["references"], (uid, reference)]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -21,7 +22,7 @@ from lifelong.core.resources import Resources
 from lifelong.core.tasks import TaskKey
 from lifelong.run.executors import Executor, make_executor
 from lifelong.training.flops import count_inference_flops
-from lifelong.training.hpsearch import SearchSpace, Trial, sample_trials, search
+from lifelong.training.hpsearch import SearchSpace, Trial, TrialResult, sample_trials, search
 from lifelong.training.loop import configure_torch_threads, derive_seed, predict_scores
 from lifelong.training.models import ARCHITECTURES, count_parameters, make_model
 from lifelong.training.recipe import FitJob, materialize
@@ -188,17 +189,39 @@ class IndependentLearner:
         Finished trials are persisted in `event.workdir` (when given), so an interrupted event resumes without
         redoing them. FLOPs: every trial's; the dev curve: the winner's.
         """
-        threads = configure_torch_threads()
         cfg, task = self.config, event.task
+        best, flops = self.search_task(event, state, None, event.workdir)
+        new_state = {"seed": state["seed"], **self.task_state(event, state, best)}
+        resources = Resources(
+            train_flops=flops,
+            peak_parameters=count_parameters(make_model(cfg.architecture, task.num_classes, seed=0)),
+            dev_curve=best.dev_curve,
+        )
+        return new_state, resources
+
+    def search_task(
+        self, event: TrainEvent, state: dict[str, Any], init_backbone: dict | None, workdir: Path | None
+    ) -> tuple[TrialResult, float]:
+        """(best trial, FLOPs of all trials) of the configured search on `event`'s task from `init_backbone`."""
+        threads = configure_torch_threads()
+        cfg = self.config
         job = cfg.fit_job(
-            task, event.train, event.dev, seed=derive_seed(state["seed"], event.task_index), threads=threads
+            event.task,
+            event.train,
+            event.dev,
+            seed=derive_seed(state["seed"], event.task_index),
+            threads=threads,
+            init_backbone=None if init_backbone is None else dict(init_backbone),
         )
         best, results = search(
-            job, cfg.trials_for(event.task_index), workdir=event.workdir, executor=cfg.trial_executor(threads)
+            job, cfg.trials_for(event.task_index), workdir=workdir, executor=cfg.trial_executor(threads)
         )
-        past = [*state.get("past_tasks", []), task.uid][-cfg.max_task_history :]
-        new_state = {
-            "seed": state["seed"],
+        return best, float(sum(r.train_flops for r in results))
+
+    def task_state(self, event: TrainEvent, state: dict[str, Any], best: TrialResult) -> dict[str, Any]:
+        """The state entries that describe the model kept for `event`'s task (what predict needs)."""
+        cfg, task = self.config, event.task
+        return {
             "task_uid": task.uid,
             "task_index": event.task_index,
             "architecture": cfg.architecture,
@@ -207,14 +230,8 @@ class IndependentLearner:
             "model": best.state_dict,
             "dev_error": best.dev_error,
             "trial": dataclasses.asdict(best.trial),
-            "past_tasks": past,
+            "past_tasks": [*state.get("past_tasks", []), task.uid][-cfg.max_task_history :],
         }
-        resources = Resources(
-            train_flops=float(sum(r.train_flops for r in results)),
-            peak_parameters=count_parameters(make_model(cfg.architecture, task.num_classes, seed=0)),
-            dev_curve=best.dev_curve,
-        )
-        return new_state, resources
 
     def predict(self, event: PredictEvent, state: dict[str, Any]) -> np.ndarray:
         """Scores [N, C] for `event.dataset` in stored order (logits, or probabilities for multi-label tasks)."""
