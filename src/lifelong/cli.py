@@ -10,6 +10,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from lifelong.bench.cli import bench_app
+
 app = typer.Typer(
     help="Lifelong benchmarking of visual learners: task streams, compute-aware results.",
     no_args_is_help=True,
@@ -17,6 +19,7 @@ app = typer.Typer(
 )
 data_app = typer.Typer(help="Look at data sources.", no_args_is_help=True)
 app.add_typer(data_app, name="data")
+app.add_typer(bench_app, name="bench")
 console = Console()
 error_console = Console(stderr=True, soft_wrap=True)
 
