@@ -129,9 +129,7 @@ def plan_model_cli(
 def add_model_cli(
     store: Path = typer.Argument(...),
     name: str = typer.Option(..., "--name"),
-    results: Path = typer.Option(
-        ..., "--results", help="CSV sample_id,correct (planned ids) or a full .npy row."
-    ),
+    results: Path = typer.Option(..., "--results", help="CSV sample_id,correct (planned ids) or a full .npy row."),
     sampling: str = typer.Option("uniform", "--sampling", help="The sampling the plan used."),
     seed: int = typer.Option(0, "--seed", help="The seed the plan used."),
 ) -> None:
@@ -172,7 +170,9 @@ def status(
     bench = _open(store)
     info = bench.status()
     accuracies = bench.accuracies()
-    names = bench.model_names()
+    records = {r.id: r for r in bench.model_records()}
+    names = {i: r.name for i, r in records.items()}
+    intervals = {i: r.metadata.get("accuracy_interval") for i, r in records.items()}
     board = sorted(accuracies.items(), key=lambda item: -item[1].accuracy)
     if as_json:
         rows = [
@@ -182,6 +182,7 @@ def status(
                 "accuracy": a.accuracy,
                 "kind": a.kind,
                 "observed_fraction": a.observed_fraction,
+                "interval": intervals.get(i),
             }
             for i, a in board
         ]
@@ -192,12 +193,13 @@ def status(
         f"{info['estimated_rows']} estimated rows; latest sort {info['latest_sort']}"
     )
     table = Table(title="leaderboard")
-    for column in ("rank", "model", "accuracy", "kind", "observed"):
+    for column in ("rank", "model", "accuracy", "95% interval", "kind", "observed"):
         table.add_column(column)
     for rank, (i, acc) in enumerate(board[:top], start=1):
-        table.add_row(
-            str(rank), escape(str(names.get(i, i))), f"{acc.accuracy:.4f}", acc.kind, f"{acc.observed_fraction:.2%}"
-        )
+        ci = intervals.get(i)
+        span = f"{ci['low']:.4f}-{ci['high']:.4f}" if ci else "exact" if acc.kind == "observed" else "-"
+        name = escape(str(names.get(i, i)))
+        table.add_row(str(rank), name, f"{acc.accuracy:.4f}", span, acc.kind, f"{acc.observed_fraction:.2%}")
     console.print(table)
 
 
@@ -230,6 +232,23 @@ def experiment(
 
     try:
         experiment_command(rank, evaluate, budgets, sort, sampling, rank_confidence, transpose, as_json)
+    except (FileNotFoundError, ValueError, TypeError) as exc:
+        raise _fail(exc) from None
+
+
+@bench_app.command("beyond")
+def beyond(
+    matrix: Path = typer.Option(..., "--matrix", help="Dense uint8 0/1 .npy [models, samples], e.g. a zoo's."),
+    samples: Path = typer.Option(None, "--samples", help="samples.csv with a domain column (domain-aware methods)."),
+    budgets: str = typer.Option("1024,2048,4096", "--budgets"),
+    split_seed: int = typer.Option(0, "--split-seed"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Compare rankings beyond sum-sort (clustered orders, domains, IRT) on a matrix, same split and budget."""
+    from lifelong.bench.beyond import beyond_command
+
+    try:
+        beyond_command(matrix, samples, budgets, split_seed=split_seed, as_json=as_json)
     except (FileNotFoundError, ValueError, TypeError) as exc:
         raise _fail(exc) from None
 

@@ -1,9 +1,10 @@
 """Growing a benchmark: sort it, then add models (evaluated on n' samples) and samples (on m' models).
 
 A new model is evaluated on n' samples spread uniformly (or at random) over the current ranked order; the DP
-threshold of its outcomes, extrapolated to all n samples, predicts the rest of its row (spec section 3). A new
-sample is evaluated on m' models spread over the models ranked most-accurate first; the DP threshold of those
-outcomes predicts which of the other models get it right. Every evaluated cell is stored as an observation
+threshold of its outcomes, extrapolated to all n samples, predicts the rest of its row (spec section 3). Each
+estimated model also gets a 95% confidence interval for its accuracy (in its metadata; coverage measured in
+benchmarks/bench_beyond.py). A new sample is evaluated on m' models spread over the models ranked most-accurate
+first; the DP threshold of those outcomes predicts which of the other models get it right. Every evaluated cell is stored as an observation
 and every other cell of the new row or column as an estimate, so each accuracy says how much of it is fact.
 """
 
@@ -15,12 +16,14 @@ from typing import Any
 
 import numpy as np
 
+from lifelong.bench.beyond import accuracy_interval
 from lifelong.bench.bitmatrix import PackedRows
 from lifelong.bench.search import dp_threshold, extrapolate, predict_rows, sample_positions, scatter
 from lifelong.bench.sort import descending_order, model_order
 from lifelong.bench.store import BenchStore
 
 ROWS_PER_CHUNK = 256
+CONFIDENCE = 0.95  # of the interval stored with every estimated accuracy (lifelong.bench.beyond.accuracy_interval)
 
 
 def fully_observed_models(store: BenchStore) -> np.ndarray:
@@ -75,8 +78,19 @@ def add_model(
     n = order.size
     k = int(extrapolate(dp_threshold(outcomes[None, :])[0:1], plan.positions, n)[0])
     row = scatter(predict_rows([k], n), order)
+    interval = accuracy_interval(outcomes[None, :], plan.positions, n, k=[k], confidence=CONFIDENCE)
+    metadata = {
+        **dict(metadata or {}),
+        "accuracy_interval": {
+            "estimate": float(interval.estimate[0]),
+            "low": float(interval.low[0]),
+            "high": float(interval.high[0]),
+            "confidence": CONFIDENCE,
+            "method": "difference",
+        },
+    }
     # model and predicted row in one atomic insert, then the facts, then the estimate entry (committed last)
-    (model_id,) = store.add_models([name], [dict(metadata or {})], rows=row, observed=False)
+    (model_id,) = store.add_models([name], [metadata], rows=row, observed=False)
     store.write_rows([model_id], plan.sample_ids, outcomes[None, :], observed=True)
     store.write_estimated_row(model_id, row[0], k, plan.sort_version, "dp-" + plan.sampling, plan.sample_ids.size)
     return model_id, store.accuracies([model_id])[model_id].accuracy

@@ -227,9 +227,10 @@ class Registry:
             raise KeyError(f"no model named {name!r} in the store: list them with model_ids(), or add it")
         return ModelRecord(row[0], row[1], json.loads(row[2]), row[3])
 
-    def model_names(self) -> dict[int, str]:
-        """Every model's id -> name."""
-        return dict(self._con.execute("SELECT id, name FROM models ORDER BY id").fetchall())
+    def model_records(self) -> list[ModelRecord]:
+        """Every model (id, name, metadata, created), by id."""
+        rows = self._con.execute("SELECT id, name, metadata, created FROM models ORDER BY id").fetchall()
+        return [ModelRecord(r[0], r[1], json.loads(r[2]), r[3]) for r in rows]
 
     def _existing(self, table: str, column: str, values: Sequence[str]) -> tuple[str, int] | None:
         """The first (value, id) of `values` already present in table.column, or None."""

@@ -446,9 +446,9 @@ class BenchStore:
         """The model registered under `name` (id, name, metadata, created)."""
         return self._registry.model_by_name(name)
 
-    def model_names(self) -> dict[int, str]:
-        """Every model's id -> name."""
-        return self._registry.model_names()
+    def model_records(self) -> list[ModelRecord]:
+        """Every model (id, name, metadata, created), by id."""
+        return self._registry.model_records()
 
     # -- sorts --------------------------------------------------------------------------------------------------
     def save_sort(self, order: np.ndarray, ranking_models: Sequence[int] | np.ndarray) -> int:
