@@ -4,8 +4,9 @@ A new model is evaluated on n' samples spread uniformly (or at random) over the 
 threshold of its outcomes, extrapolated to all n samples, predicts the rest of its row (spec section 3). Each
 estimated model also gets a 95% confidence interval for its accuracy (in its metadata; coverage measured in
 benchmarks/bench_beyond.py). A new sample is evaluated on m' models spread over the models ranked most-accurate
-first; the DP threshold of those outcomes predicts which of the other models get it right. Every evaluated cell is stored as an observation
-and every other cell of the new row or column as an estimate, so each accuracy says how much of it is fact.
+first; the DP threshold of those outcomes predicts which of the other models get it right. Every evaluated cell
+is stored as an observation and every other cell of the new row or column as an estimate, so each accuracy says
+how much of it is fact.
 """
 
 from __future__ import annotations
