@@ -97,3 +97,18 @@ def test_bad_results_and_plans_are_refused(tmp_path):
         add_model(store, "bad", plan, np.full(10, 2))
     with pytest.raises(ValueError, match="budget"):
         plan_model(store, 401)
+
+
+def test_record_estimates_registers_many_predicted_rows_at_once(tmp_path):
+    truth = planted()
+    store = store_with(tmp_path, truth, ranking=10)
+    version = sort_store(store)
+    ids = store.add_models([f"p{i}" for i in range(5)], rows=np.packbits(truth[10:15], axis=1), observed=False)
+    assert {store.accuracies(ids)[i].kind for i in ids} == {"mixed"}
+    store.record_estimates(ids, [100, 120, 140, 160, 180], version, "dp-uniform", 40)
+    assert {store.accuracies(ids)[i].kind for i in ids} == {"estimated"}
+    assert store.check() == []
+    with pytest.raises(ValueError, match="sort version 99 does not exist"):
+        store.record_estimates(ids, [1] * 5, 99, "dp-uniform", 40)
+    with pytest.raises(ValueError, match="one threshold per model"):
+        store.record_estimates(ids, [1, 2], version, "dp-uniform", 40)

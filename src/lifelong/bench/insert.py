@@ -93,7 +93,7 @@ def add_model(
     # model and predicted row in one atomic insert, then the facts, then the estimate entry (committed last)
     (model_id,) = store.add_models([name], [metadata], rows=row, observed=False)
     store.write_rows([model_id], plan.sample_ids, outcomes[None, :], observed=True)
-    store.write_estimated_row(model_id, row[0], k, plan.sort_version, "dp-" + plan.sampling, plan.sample_ids.size)
+    store.record_estimates([model_id], [k], plan.sort_version, "dp-" + plan.sampling, plan.sample_ids.size)
     return model_id, store.accuracies([model_id])[model_id].accuracy
 
 

@@ -252,6 +252,23 @@ class Registry:
             (model_id, threshold, n_samples, sort_version, method, budget, _now()),
         )
 
+    def put_estimates(
+        self,
+        model_ids: Sequence[int],
+        thresholds: Sequence[int],
+        n_samples: int,
+        sort_version: int,
+        method: str,
+        budget: int,
+    ) -> None:
+        """Record (or replace) many estimates at once (inside a transaction)."""
+        now = _now()
+        rows = [
+            (int(i), int(k), n_samples, sort_version, method, budget, now)
+            for i, k in zip(model_ids, thresholds, strict=True)
+        ]
+        self._con.executemany("INSERT OR REPLACE INTO estimated_rows VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+
     def estimates(self) -> dict[int, EstimateRecord]:
         """Every estimated row's record, by model id."""
         rows = self._con.execute("SELECT * FROM estimated_rows ORDER BY model_id").fetchall()

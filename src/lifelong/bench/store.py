@@ -389,6 +389,31 @@ class BenchStore:
                 self._arrays()[0][model_id : model_id + 1, : predicted.shape[1]] = (seen & old) | (~seen & predicted)
             self._registry.put_estimate(model_id, threshold, n, sort_version, method, budget)
 
+    def record_estimates(
+        self,
+        model_ids: Sequence[int] | np.ndarray,
+        thresholds: Sequence[int] | np.ndarray,
+        sort_version: int,
+        method: str,
+        budget: int,
+    ) -> None:
+        """Register estimates for rows whose predicted cells are already stored (e.g. given to `add_models` with
+        observed=False): one transaction for any number of models, so inserting many models stays fast."""
+        thresholds = np.asarray(thresholds, dtype=np.int64)
+        with self._writing(), self._registry.transaction():
+            n, m = self._registry.counts()
+            ids = _index_array(model_ids, m, "model")
+            if thresholds.shape != ids.shape:
+                raise ValueError(f"{ids.size} models but {thresholds.size} thresholds: give one threshold per model")
+            if sort_version not in {record.version for record in self._registry.sorts()}:
+                raise ValueError(f"sort version {sort_version} does not exist: save the sort first (save_sort)")
+            if ids.size and (thresholds.min() < 0 or thresholds.max() > n) or not 0 <= budget <= n or not method:
+                raise ValueError(
+                    f"thresholds and budget {budget} must lie in 0..n = {n}, and method ({method!r}) must name the "
+                    "estimator"
+                )
+            self._registry.put_estimates(ids.tolist(), thresholds.tolist(), n, sort_version, method, budget)
+
     # -- reads --------------------------------------------------------------------------------------------------
     def read_rows(self, model_ids: Sequence[int] | np.ndarray) -> np.ndarray:
         """Packed correctness rows, uint8 [k, ceil(n/8)]: observed facts and predictions alike."""
