@@ -6,11 +6,11 @@ import json
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from lifelong.bench.cli import bench_app
+from lifelong.terminal import console, fail
 
 app = typer.Typer(
     help="Lifelong benchmarking of visual learners: task streams, compute-aware results.",
@@ -20,14 +20,6 @@ app = typer.Typer(
 data_app = typer.Typer(help="Look at data sources.", no_args_is_help=True)
 app.add_typer(data_app, name="data")
 app.add_typer(bench_app, name="bench")
-console = Console()
-error_console = Console(stderr=True, soft_wrap=True)
-
-
-def _fail(exc: BaseException | str) -> typer.Exit:
-    """Print an error (as plain text: paths may contain [brackets]) on stderr; the exit to raise is code 2."""
-    error_console.print(f"[red]error:[/] {escape(str(exc))}")
-    return typer.Exit(2)
 
 
 def _parse_options(pairs: list[str]) -> dict:
@@ -101,7 +93,7 @@ def run_command(
         )
         raise typer.Exit(130) from None
     except (RunExistsError, FileNotFoundError, ValueError, ImportError) as exc:
-        raise _fail(exc) from None
+        raise fail(exc) from None
     for result in results:
         _print_run(result)
     if len(results) > 1:
@@ -199,7 +191,7 @@ def data_inspect_command(
     try:
         info = describe(load_source(source, skip_corrupt=skip_corrupt))
     except (FileNotFoundError, ValueError) as exc:
-        raise _fail(exc) from None
+        raise fail(exc) from None
     if as_json:
         typer.echo(json.dumps(info, indent=2, default=str))
         return
@@ -221,7 +213,7 @@ def data_status_command(
     try:
         rows = data_status(stream, data_root)
     except (FileNotFoundError, ValueError) as exc:
-        raise _fail(exc) from None
+        raise fail(exc) from None
     if as_json:
         typer.echo(json.dumps(rows, indent=2, default=str))
         return
@@ -252,7 +244,7 @@ def report_command(
     try:
         page = write(run_dirs, out, reference)
     except (FileNotFoundError, ValueError) as exc:
-        raise _fail(exc) from None
+        raise fail(exc) from None
     console.print(f"report: {page}")
 
 
@@ -272,7 +264,7 @@ def pretrain_cli(
     try:
         info = pretrain_command(source, out, architecture, epochs, resolution, seed, _parse_options(option))
     except (FileNotFoundError, ValueError) as exc:
-        raise _fail(exc) from None
+        raise fail(exc) from None
     console.print_json(json.dumps(info, default=str))
 
 
@@ -304,7 +296,7 @@ def transfer_matrix_cli(
             progress=True,
         )
     except (FileNotFoundError, ValueError) as exc:
-        raise _fail(exc) from None
+        raise fail(exc) from None
     atomic_write_bytes(out, json.dumps(result, indent=2).encode())
     table = Table(title=f"transfer matrix of {stream} (accuracy gain over Independent; row = source)")
     table.add_column("from \\ to")
@@ -325,7 +317,7 @@ def results_command(
     from lifelong.run.results_store import ResultsDB
 
     if not (out / "results.sqlite").exists():
-        raise _fail(f"no results database in {out}; run `lifelong run --out {out}` first")
+        raise fail(f"no results database in {out}; run `lifelong run --out {out}` first")
     runs = ResultsDB(out).runs()
     if as_json:
         typer.echo(json.dumps(runs, indent=2, default=str))

@@ -8,28 +8,22 @@ from pathlib import Path
 
 import numpy as np
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+
+from lifelong.terminal import console, error_console, fail
 
 bench_app = typer.Typer(
     help="Lifelong benchmarks: a growing samples x models store with Sort & Search.", no_args_is_help=True
 )
-console = Console()
-error_console = Console(stderr=True, soft_wrap=True)
 SAMPLE_FIELDS = ("source", "domain", "label", "content_hash")
-
-
-def _fail(exc: BaseException | str) -> typer.Exit:
-    error_console.print(f"[red]error:[/] {escape(str(exc))}")
-    return typer.Exit(2)
 
 
 def _open(store: Path):
     from lifelong.bench.store import BenchStore
 
     if not store.exists():
-        raise _fail(f"no benchmark store at {store}; create one with `lifelong bench create {store}`")
+        raise fail(f"no benchmark store at {store}; create one with `lifelong bench create {store}`")
     return BenchStore.open(store)
 
 
@@ -62,7 +56,7 @@ def create(store: Path = typer.Argument(..., help="Folder for the new store.")) 
     try:
         BenchStore.create(store)
     except (FileExistsError, ValueError) as exc:
-        raise _fail(exc) from None
+        raise fail(exc) from None
     console.print(f"created {store}")
 
 
@@ -92,7 +86,7 @@ def import_matrix(
             chunk = np.asarray(dense[i0 : i0 + 256])
             bench.add_models(names[i0 : i0 + 256], rows=np.packbits(chunk, axis=1))
     except (FileNotFoundError, FileExistsError, ValueError, TypeError, KeyError) as exc:
-        raise _fail(exc) from None
+        raise fail(exc) from None
     console.print(f"{store}: {dense.shape[0]} models x {dense.shape[1]} samples, all observed")
 
 
@@ -104,7 +98,7 @@ def sort(store: Path = typer.Argument(...)) -> None:
     try:
         version = sort_store(_open(store))
     except ValueError as exc:
-        raise _fail(exc) from None
+        raise fail(exc) from None
     console.print(f"sort version {version}")
 
 
@@ -121,7 +115,7 @@ def plan_model_cli(
     try:
         plan = plan_model(_open(store), budget, sampling=sampling, seed=seed)
     except (LookupError, ValueError) as exc:
-        raise _fail(exc) from None
+        raise fail(exc) from None
     typer.echo("\n".join(str(i) for i in plan.sample_ids))
 
 
@@ -156,7 +150,7 @@ def add_model_cli(
             outcomes = np.array([lookup[i] for i in plan.sample_ids.tolist()])
         model_id, accuracy = add_model(bench, name, plan, outcomes)
     except (LookupError, ValueError, FileNotFoundError) as exc:
-        raise _fail(exc) from None
+        raise fail(exc) from None
     console.print(f"model {model_id} {name!r}: estimated accuracy {accuracy:.4f} from {len(outcomes)} observed samples")
 
 
@@ -233,7 +227,7 @@ def experiment(
     try:
         experiment_command(rank, evaluate, budgets, sort, sampling, rank_confidence, transpose, as_json)
     except (FileNotFoundError, ValueError, TypeError) as exc:
-        raise _fail(exc) from None
+        raise fail(exc) from None
 
 
 @bench_app.command("beyond")
@@ -250,7 +244,7 @@ def beyond(
     try:
         beyond_command(matrix, samples, budgets, split_seed=split_seed, as_json=as_json)
     except (FileNotFoundError, ValueError, TypeError) as exc:
-        raise _fail(exc) from None
+        raise fail(exc) from None
 
 
 @bench_app.command("build-zoo")
@@ -281,5 +275,5 @@ def build_zoo(
             num_cpus=num_cpus,
         )
     except (FileNotFoundError, ValueError) as exc:
-        raise _fail(exc) from None
+        raise fail(exc) from None
     console.print_json(json.dumps(info, default=str))
