@@ -13,8 +13,8 @@ Stages (each timed, wall and CPU):
    against the column sums of the generated rows. plan_model picks the n' planned samples.
 4. estimate: per batch of the other models, the generated rows are used once for both the n' observed cells and the
    true rows: DP threshold on the observed cells, extrapolated k, predicted rows (the step [1_k 0_{n-k}] scattered
-   through the order) added in one add_models, the observed cells written as facts in one write_rows, and, per
-   model, write_estimated_row (the only API call that records an estimate entry); scores streamed with
+   through the order) added in one add_models, the observed cells written as facts in one write_rows, and the
+   estimate entries (threshold, sort version, budget) recorded in one record_estimates; scores streamed with
    metrics.step_agreement (no prediction row is built for scoring).
 5. check: store.status() (observed fraction must be exactly the evaluations done / m n), a few rows read back and
    compared with the library's own scatter(predict_rows) path, disk size.
@@ -301,14 +301,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--chunk-models", type=int, default=8, help="store chunk rows (small: cheap row rewrites)")
     parser.add_argument("--chunk-samples", type=int, default=0, help="store chunk columns (0: one chunk spans n)")
     parser.add_argument("--sample-chunk", type=int, default=100_000, help="samples per add_samples call")
-    parser.add_argument(
-        "--estimate-entries",
-        choices=("all", "auto", "none"),
-        default="auto",
-        help="per-model write_estimated_row: for all models, none, or auto = while the projected cost for all "
-        "estimated models stays under --entry-budget-s (measured on the first batch)",
-    )
-    parser.add_argument("--entry-budget-s", type=float, default=900.0)
     parser.add_argument("--verify", type=int, default=8, help="estimated rows read back and checked at the end")
     parser.add_argument("--keep-store", action="store_true", help="keep WORKDIR/store (it is several GB at full size)")
     args = parser.parse_args(argv)
@@ -378,8 +370,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         dense = np.empty(n, np.bool_)
         k_all = np.zeros(n_eval, np.int64)
         counts = {key: np.zeros(n_eval, np.int64) for key in ("a", "y", "both", "y_facts", "both_facts")}
-        entries, entry_seconds, entry_mode = 0, 0.0, args.estimate_entries
-        entry_decision = None
+        entries = 0
         with clock.stage("estimate") as rec:
             for a, b, rows in generated(gen, batches(n_rank, n_models, args.batch), args.gen_threads, clock):
                 i0, i1 = a - n_rank, b - n_rank
@@ -402,24 +393,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 assert ids == list(range(a, b)), "model ids must equal generator rows"
                 with clock.op("estimate: write_rows (observed facts)"):
                     store.write_rows(ids, plan.sample_ids, outcomes, observed=True)
-                if entry_mode != "none":
-                    t = time.perf_counter()
-                    for j, model in enumerate(ids):
-                        store.write_estimated_row(model, predicted[j], int(k[j]), plan.sort_version, METHOD, budget)
-                    entry_seconds += time.perf_counter() - t
-                    entries += len(ids)
-                    clock.ops["estimate: write_estimated_row (per model)"] = entry_seconds
-                    if entry_mode == "auto" and entry_decision is None:
-                        projected = entry_seconds / entries * n_eval
-                        keep = projected <= args.entry_budget_s
-                        entry_decision = (
-                            f"{1000 * entry_seconds / entries:.1f} ms per write_estimated_row call, projected "
-                            f"{projected:.0f} s for all {n_eval:,} models vs budget {args.entry_budget_s:.0f} s: "
-                            + ("kept per-model entries" if keep else "stopped after this batch")
-                        )
-                        print("  " + entry_decision, flush=True)
-                        if not keep:
-                            entry_mode = "none"
+                with clock.op("estimate: record_estimates (entries)"):
+                    store.record_estimates(ids, k, plan.sort_version, METHOD, budget)
+                entries += len(ids)
                 del predicted, outcomes
                 done = b - n_rank
                 if done == n_eval or (done // args.batch) % 10 == 0:
@@ -481,7 +457,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "ratio_total": exhaustive / evaluations,
         "ratio_per_inserted_model": n / budget,
     }
-    result["estimate_entries"] = {"mode": args.estimate_entries, "written": entries, "decision": entry_decision}
+    result["estimate_entries"] = {"written": entries}
     print_report(result)
     if args.keep_store:
         print(f"store kept at {store_path}")
@@ -577,11 +553,7 @@ def print_report(r: dict[str, Any]) -> None:
     print(f"{'operation (accumulated)':<46}{'s':>10}")
     for name, sec in r["ops_s"].items():
         print(f"{name:<46}{sec:>10.1f}")
-    e = r["estimate_entries"]
-    print(
-        f"estimate entries: mode {e['mode']}, {e['written']:,} written"
-        + (f"; {e['decision']}" if e["decision"] else "")
-    )
+    print(f"estimate entries recorded: {r['estimate_entries']['written']:,}")
     print()
     print(f"{'metric over the estimated models':<34}{'step y':>14}{'stored (facts)':>16}")
     a, b = r["metrics"]["step"], r["metrics"]["stored_rows_with_facts"]

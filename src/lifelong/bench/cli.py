@@ -133,7 +133,7 @@ def add_model_cli(
     try:
         bench = _open(store)
         ids, outcomes = _read_results(results)
-        n = bench.status()["n"]
+        n = bench.size()[0]
         if ids is None and outcomes.size == n:
             model_id = add_full_model(bench, name, outcomes)
             console.print(f"model {model_id} {name!r}: all {n} samples observed")

@@ -37,7 +37,7 @@ def sort_store(store: BenchStore, ranking_models: Sequence[int] | None = None) -
     ids = fully_observed_models(store) if ranking_models is None else np.asarray(ranking_models, dtype=np.int64)
     if ids.size == 0:
         raise ValueError("no fully observed model to rank samples with: add models with full results first")
-    n = int(store.status()["n"])
+    n = store.size()[0]
     sums = np.zeros(n, dtype=np.int64)
     for i0 in range(0, ids.size, ROWS_PER_CHUNK):
         sums += PackedRows(store.read_rows(ids[i0 : i0 + ROWS_PER_CHUNK]), n).column_sums()
@@ -57,9 +57,10 @@ class ModelPlan:
 def plan_model(store: BenchStore, budget: int, *, sampling: str = "uniform", seed: int = 0) -> ModelPlan:
     """The n' = `budget` sample ids to evaluate a new model on, spread over the latest sort."""
     version, order = store.latest_sort()
-    if order.size != store.status()["n"]:
+    n = store.size()[0]
+    if order.size != n:
         raise ValueError(
-            f"sort version {version} covers {order.size} samples but the store has {store.status()['n']}: "
+            f"sort version {version} covers {order.size} samples but the store has {n}: "
             "re-sort (`lifelong bench sort`) after adding samples"
         )
     positions = sample_positions(order.size, budget, sampling, seed)
@@ -114,7 +115,7 @@ def evaluate_model(
 
 def add_full_model(store: BenchStore, name: str, row: np.ndarray, metadata: Mapping[str, Any] | None = None) -> int:
     """A model evaluated on every sample (e.g. a ranking model): its whole row is observed."""
-    n = int(store.status()["n"])
+    n = store.size()[0]
     row = _zero_one(row, n, f"results of model {name!r}")
     return store.add_models([name], [dict(metadata or {})], rows=np.packbits(row[None, :], axis=1))[0]
 

@@ -463,6 +463,10 @@ class BenchStore:
             return np.arange(self._registry.counts()[0], dtype=np.int64)
         return self._registry.sample_ids_where(source=source, domain=domain)
 
+    def size(self) -> tuple[int, int]:
+        """(samples n, models m) as committed in the registry: cheap, unlike `status()`."""
+        return self._registry.counts()
+
     def model_ids(self) -> np.ndarray:
         """Ids (= row indices, int64) of all models."""
         return np.arange(self._registry.counts()[1], dtype=np.int64)
