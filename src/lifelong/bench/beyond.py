@@ -666,16 +666,15 @@ class ResortStats:
 def store_resort_stats(store: Any, window: int = 8) -> ResortStats | None:
     """ResortStats of a BenchStore's latest sort (None when it has none): the fits are those of the estimated
     models inserted on that sort, in id order, from their observed cells laid out in the sort's order."""
-    registry = store._registry  # the store has no public accessor for sort records and estimate entries yet
-    sorts = registry.sorts()
+    sorts = store.sorts()
     if not sorts:
         return None
     latest = sorts[-1]
-    n_now, _ = registry.counts()
+    n_now, _ = store.size()
     order = store.load_sort(latest.version).astype(np.int64)
     rank = _inverse(order)
     fits = []
-    for model_id, entry in sorted(registry.estimates().items()):
+    for model_id, entry in sorted(store.estimates().items()):
         if entry.sort_version != latest.version:
             continue
         observed = np.unpackbits(store.read_observed([model_id]), axis=1, count=n_now)[0, : order.size]

@@ -53,7 +53,7 @@ try:
 except ImportError as exc:  # the store's matrix needs the optional [bench] dependency
     raise ImportError("the benchmark store needs zarr: pip install 'lifelong[bench]'") from exc
 
-from lifelong.bench.registry import ModelRecord, Registry
+from lifelong.bench.registry import EstimateRecord, ModelRecord, Registry, SortRecord
 
 REGISTRY_FILE = "registry.sqlite"
 LOCK_FILE = "store.lock"
@@ -462,6 +462,14 @@ class BenchStore:
         if source is None and domain is None:
             return np.arange(self._registry.counts()[0], dtype=np.int64)
         return self._registry.sample_ids_where(source=source, domain=domain)
+
+    def sorts(self) -> list[SortRecord]:
+        """Every saved sort version's record (version, file, samples and models it covered, ranking models)."""
+        return self._registry.sorts()
+
+    def estimates(self) -> dict[int, EstimateRecord]:
+        """Every estimated row's record (threshold, n at estimation, sort version, method, budget), by model id."""
+        return self._registry.estimates()
 
     def size(self) -> tuple[int, int]:
         """(samples n, models m) as committed in the registry: cheap, unlike `status()`."""

@@ -29,10 +29,9 @@ state holds while it trains (the past backbones kept for initialisation and scor
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, NamedTuple
 
 import torch
 
@@ -57,18 +56,6 @@ PRETRAINED = "pretrained"
 
 # derive_seed(task seed, tag): relatedness subsets and its random network draw apart from training.
 _RELATEDNESS = 7
-
-
-def configure(config_class: type[IndependentConfig], config: IndependentConfig | None, options: dict, who: str) -> Any:
-    """`config` (default: `config_class()`) with `options` applied; unknown options raise, listing the known ones."""
-    config = config or config_class()
-    if not isinstance(config, config_class):
-        raise TypeError(f"{who} needs a {config_class.__name__}, got {type(config).__name__}")
-    known = {f.name for f in dataclasses.fields(config_class)}
-    unknown = sorted(set(options) - known)
-    if unknown:
-        raise ValueError(f"unknown {who} option(s) {unknown}; known options: {sorted(known)}")
-    return dataclasses.replace(config, **options) if options else config
 
 
 def _workdir(event: TrainEvent, name: str) -> Path | None:
@@ -103,10 +90,6 @@ class TransferLearner(IndependentLearner):
     """Independent's recipe and search, with the backbone initialised by `choose_init` (subclasses decide)."""
 
     name = "transfer"
-    config_class: ClassVar[type[IndependentConfig]] = IndependentConfig
-
-    def __init__(self, config: IndependentConfig | None = None, **options: Any) -> None:
-        super().__init__(configure(self.config_class, config, options, type(self).__name__))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.config})"

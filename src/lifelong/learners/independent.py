@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -158,24 +158,30 @@ class IndependentConfig:
         return make_executor("ray", address=self.ray_address, num_cpus=self.ray_num_cpus, cpus_per_item=threads)
 
 
+def configure(config_class: type[IndependentConfig], config: IndependentConfig | None, options: dict, who: str) -> Any:
+    """`config` (default: `config_class()`) with `options` applied; unknown options raise, listing the known ones."""
+    config = config or config_class()
+    if not isinstance(config, config_class):
+        raise TypeError(f"{who} needs a {config_class.__name__}, got {type(config).__name__}")
+    known = {f.name for f in dataclasses.fields(config_class)}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise ValueError(f"unknown {who} option(s) {unknown}; known options: {sorted(known)}")
+    return dataclasses.replace(config, **options) if options else config
+
+
 class IndependentLearner:
     """Trains a fresh randomly initialised network on every task; keeps only the current task's model."""
 
     name = "independent"
+    config_class: ClassVar[type[IndependentConfig]] = IndependentConfig
 
     def __init__(self, config: IndependentConfig | None = None, **options: Any) -> None:
-        config = config or IndependentConfig()
-        if options:
-            known = {f.name for f in dataclasses.fields(IndependentConfig)}
-            unknown = sorted(set(options) - known)
-            if unknown:
-                raise ValueError(f"unknown IndependentLearner option(s) {unknown}; known options: {sorted(known)}")
-            config = dataclasses.replace(config, **options)
-        self.config = config
+        self.config = configure(self.config_class, config, options, type(self).__name__)
         self._forward_flops: dict[tuple[str, int, int, int], float] = {}  # per-example, by model and input shape
 
     def __repr__(self) -> str:
-        return f"IndependentLearner({self.config})"
+        return f"{type(self).__name__}({self.config})"
 
     def init(self, seed: int) -> dict[str, Any]:
         """Initial state: the seed and no model yet."""
