@@ -59,11 +59,22 @@ def run_command(
     stream_option: list[str] = typer.Option(
         [], "--stream-option", "-s", help="Stream option KEY=VALUE, e.g. ablation=remove-first-30, shuffle_seed=1."
     ),
+    protocol: str = typer.Option(
+        None, "--protocol", help="Temporal (CLEAR) streams: iid (70/30 per bucket, default) or streaming."
+    ),
 ) -> None:
-    """Run a learner over a stream; print per-task errors and the stream summary."""
+    """Run a learner over a stream; print per-task errors (or the accuracy matrix) and the stream summary."""
     from lifelong.run.executors import make_executor
     from lifelong.run.runner import RunExistsError, RunSpec, execute
+    from lifelong.suites.clear import PROTOCOLS, is_temporal
 
+    stream_options = _parse_options(stream_option)
+    if is_temporal(stream):
+        stream_options.setdefault("protocol", protocol or "iid")
+        if stream_options["protocol"] not in PROTOCOLS:
+            raise fail(f"unknown protocol {stream_options['protocol']!r}; choose one of {PROTOCOLS}")
+    elif protocol is not None:
+        raise fail(f"--protocol applies to temporal streams (clear-mini, clear, a timestamped CSV), not {stream!r}")
     specs = [
         RunSpec(
             stream=stream,
@@ -79,7 +90,7 @@ def run_command(
             threads=threads,
             data_root=str(data_root) if data_root else None,
             allow_missing=allow_missing,
-            stream_options=_parse_options(stream_option),
+            stream_options=stream_options,
         )
         for s in range(seed, seed + seeds)
     ]
@@ -94,6 +105,14 @@ def run_command(
         raise typer.Exit(130) from None
     except (RunExistsError, FileNotFoundError, ValueError, ImportError) as exc:
         raise fail(exc) from None
+    if results and results[0].get("accuracy_matrix") is not None:
+        from lifelong.report.matrix_console import print_matrix_run, print_matrix_seeds
+
+        for result in results:
+            print_matrix_run(result)
+        if len(results) > 1:
+            print_matrix_seeds(results, out)
+        return
     for result in results:
         _print_run(result)
     if len(results) > 1:
@@ -151,7 +170,13 @@ def streams_command(as_json: bool = typer.Option(False, "--json", help="Print JS
     """List the built-in streams with task, meta-train and meta-test counts."""
     from lifelong.suites import STREAMS, describe_stream, get_stream
 
-    rows = [{**describe_stream(get_stream(name)), "description": desc} for name, (_, desc) in STREAMS.items()]
+    rows = []
+    for name, (_, desc) in STREAMS.items():
+        try:
+            rows.append({**describe_stream(get_stream(name)), "description": desc})
+        except FileNotFoundError:  # a stream read from a data folder that is not there (e.g. clear)
+            empty = dict.fromkeys(("tasks", "meta_train", "meta_test", "multi_label"), "-")
+            rows.append({"name": name, **empty, "missing": None, "years": None, "description": desc + " [no data]"})
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
         return
@@ -265,6 +290,46 @@ def pretrain_cli(
         info = pretrain_command(source, out, architecture, epochs, resolution, seed, _parse_options(option))
     except (FileNotFoundError, ValueError) as exc:
         raise fail(exc) from None
+    console.print_json(json.dumps(info, default=str))
+
+
+@app.command("pretrain-ssl")
+def pretrain_ssl_cli(
+    out: Path = typer.Option(..., "--out", help="Encoder file to write (e.g. encoders/clear-mini-simclr.pt)."),
+    stream: str = typer.Option("clear-mini", "--stream", help="A temporal stream (clear-mini, clear, a .csv)."),
+    bucket: int = typer.Option(0, "--bucket", min=0, help="Bucket whose unlabeled pool to learn from (CLEAR: 0)."),
+    architecture: str = typer.Option("resnet_mini", "--architecture", help="resnet_mini, resnet18 or resnet34."),
+    epochs: int = typer.Option(None, "--epochs", min=1, help="Epochs (default: the SimCLR recipe's)."),
+    resolution: int = typer.Option(None, "--resolution", min=1, help="Input side (default: the stream's)."),
+    seed: int = typer.Option(0, "--seed"),
+    threads: int = typer.Option(1, "--threads", min=1, help="Torch threads. Same seed + threads = same weights."),
+    data_root: Path = typer.Option(None, "--data-root", help="Datasets folder (for --stream clear)."),
+    stream_option: list[str] = typer.Option([], "--stream-option", "-s", help="Source option KEY=VALUE."),
+) -> None:
+    """Self-supervised (SimCLR) pretraining on a bucket's unlabeled images, for `-o encoder=PATH` (linear regime).
+
+    Interrupted? Run the same command again: it resumes from OUT.work after the last finished epoch.
+    """
+    from lifelong.suites.clear import pretrain_ssl_command
+
+    try:
+        info = pretrain_ssl_command(
+            stream,
+            out,
+            bucket=bucket,
+            architecture=architecture,
+            epochs=epochs,
+            resolution=resolution,
+            seed=seed,
+            threads=threads,
+            data_root=str(data_root) if data_root else None,
+            source_options=_parse_options(stream_option),
+        )
+    except (FileNotFoundError, ValueError) as exc:
+        raise fail(exc) from None
+    except KeyboardInterrupt:
+        console.print("[yellow]Interrupted.[/] Finished epochs are saved: run the same command to resume.")
+        raise typer.Exit(130) from None
     console.print_json(json.dumps(info, default=str))
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import pickle
+from collections.abc import Callable
 
 import numpy as np
 
@@ -58,8 +59,11 @@ def tiny_stream(n_per_task: int = 120, seed: int = 0) -> Stream:
     return Stream("tiny", tasks, meta_test_from_year=2001)
 
 
-def check_learner(learner: Learner, *, seed: int = 0) -> dict:
+def check_learner(learner: Learner, *, seed: int = 0, stream: Callable[..., Stream] | None = None) -> dict:
     """Run `learner` through the protocol on a tiny stream; raise LearnerCheckError on the first violation.
+
+    `stream(seed=...)` builds the stream to check on (default `tiny_stream`, whose tasks differ in label space;
+    learners that need one fixed label space pass a stream that has one).
 
     Checks: the protocol methods exist; a whole run passes the environment's output validation; states
     pickle (the environment checkpoints them); train returns Resources; the same seed gives identical
@@ -68,6 +72,7 @@ def check_learner(learner: Learner, *, seed: int = 0) -> dict:
     """
     from lifelong.run.environment import run
 
+    make_stream = stream or tiny_stream
     for method in ("init", "train", "predict"):
         if not callable(getattr(learner, method, None)):
             raise LearnerCheckError(
@@ -76,11 +81,11 @@ def check_learner(learner: Learner, *, seed: int = 0) -> dict:
     if not isinstance(getattr(learner, "name", None), str):
         raise LearnerCheckError(f"learner {learner!r} needs a string `name` attribute")
     try:
-        result = run(learner, tiny_stream(seed=seed), seed=seed)
+        result = run(learner, make_stream(seed=seed), seed=seed)
     except Exception as exc:
         raise LearnerCheckError(f"learner {learner.name!r} failed on the tiny stream: {exc}") from exc
 
-    events = tiny_stream(seed=seed).events()
+    events = make_stream(seed=seed).events()
     first = _predictions_after(learner, events, seed, through_pickle=False)
     again = _predictions_after(learner, events, seed, through_pickle=False)
     resumed = _predictions_after(learner, events, seed, through_pickle=True)

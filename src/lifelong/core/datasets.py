@@ -1,4 +1,4 @@
-"""One split of one task: uint8 HWC images with integer labels or multi-hot label vectors."""
+"""One split of one task: uint8 HWC images (or pre-extracted float features) with integer or multi-hot labels."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ class Dataset(Protocol):
     def __len__(self) -> int: ...
 
     @property
-    def image_shape(self) -> tuple[int, int, int]: ...
+    def image_shape(self) -> tuple[int, ...]: ...
 
     def batches(
         self, batch_size: int, *, shuffle: bool = False, seed: int | None = None, drop_last: bool = False
@@ -81,15 +81,23 @@ def check_labels(
 
 
 class ArrayDataset:
-    """A split held in memory (or a memory-mapped array): images [N, H, W, C] uint8 and labels."""
+    """A split held in memory (or a memory-mapped array): images [N, H, W, C] uint8 and labels.
+
+    Items may instead be pre-extracted features, float32 [N, D] (e.g. CLEAR's released feature files): then
+    `is_features` is True and `image_shape` is (D,); learners that need pixels say so.
+    """
 
     def __init__(self, task: TaskKey, split: str, images: np.ndarray, labels: np.ndarray) -> None:
         images = np.asarray(images)
-        if images.ndim != 4 or images.dtype != np.uint8:
+        is_features = images.ndim == 2 and images.dtype == np.float32
+        if not is_features and (images.ndim != 4 or images.dtype != np.uint8):
             raise ValueError(
-                f"task {task.uid!r} split {split!r}: images must be uint8 [N, H, W, C], "
+                f"task {task.uid!r} split {split!r}: images must be uint8 [N, H, W, C] (or features float32 [N, D]), "
                 f"got {images.dtype} {images.shape}"
             )
+        if is_features and not np.isfinite(images).all():
+            row = int(np.flatnonzero(~np.isfinite(images).all(axis=1))[0])
+            raise ValueError(f"task {task.uid!r} split {split!r}: item {row} has non-finite feature values")
         self.task = task
         self.split = split
         self.images = images
@@ -105,8 +113,13 @@ class ArrayDataset:
         return f"ArrayDataset(task={self.task.uid!r}, split={self.split!r}, n={len(self)}, shape={self.image_shape})"
 
     @property
-    def image_shape(self) -> tuple[int, int, int]:
-        return tuple(int(s) for s in self.images.shape[1:])  # type: ignore[return-value]
+    def image_shape(self) -> tuple[int, ...]:
+        return tuple(int(s) for s in self.images.shape[1:])
+
+    @property
+    def is_features(self) -> bool:
+        """True when items are pre-extracted float32 feature vectors rather than uint8 images."""
+        return self.images.ndim == 2
 
     def labels(self) -> np.ndarray:
         return self._labels
@@ -162,8 +175,12 @@ class LazyDataset:
         return f"LazyDataset(task={self.task.uid!r}, split={self.split!r})"
 
     @property
-    def image_shape(self) -> tuple[int, int, int]:
+    def image_shape(self) -> tuple[int, ...]:
         return self.materialize().image_shape
+
+    @property
+    def is_features(self) -> bool:
+        return self.materialize().is_features
 
     def labels(self) -> np.ndarray:
         return self.materialize().labels()

@@ -33,13 +33,18 @@ class TrainEvent:
 
 @dataclass(frozen=True)
 class PredictEvent:
-    """Predict every item of `dataset` (one evaluation split of `task`), in its stored order."""
+    """Predict every item of `dataset` (one evaluation split of `task`), in its stored order.
+
+    `after_task_index` is the stream position of the task trained last (the row of an accuracy matrix; equal
+    to `task_index` in the one-evaluation-per-task protocol).
+    """
 
     index: int
     task_index: int
     task: TaskKey
     split: str
     dataset: Dataset
+    after_task_index: int | None = None
 
     @property
     def name(self) -> str:

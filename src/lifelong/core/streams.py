@@ -13,6 +13,7 @@ from lifelong.core.events import Event, PredictEvent, TrainEvent
 from lifelong.core.tasks import TaskKey
 
 SPLITS = ("train", "dev", "dev_test", "test")
+EVALUATIONS = ("own", "all")
 
 
 @dataclass(frozen=True)
@@ -51,10 +52,13 @@ class StreamTask:
 
 
 class Stream:
-    """Ordered tasks; every task yields a train event followed at once by a predict event.
+    """Ordered tasks; every task yields a train event followed at once by predict events.
 
-    `eval_split` is dev_test during development and test in a final run. Tasks from
+    `evaluation="own"` (Nevis'22): one predict event, on the task just trained. `evaluation="all"` (CLEAR): after
+    every train event the learner predicts every task's evaluation split, past and future, filling one row of
+    an accuracy matrix. `eval_split` is dev_test during development and test in a final run. Tasks from
     `meta_test_from_year` on form the meta-test part S^ts; without it every task is evaluated as meta-test.
+    `protocol` and `metadata` describe the stream (e.g. CLEAR's "iid" or "streaming") for reports.
     """
 
     def __init__(
@@ -65,9 +69,14 @@ class Stream:
         eval_split: str = "dev_test",
         meta_test_from_year: int | None = None,
         cache_size: int = 2,
+        evaluation: str = "own",
+        protocol: str | None = None,
+        metadata: dict | None = None,
     ) -> None:
         if eval_split not in ("dev_test", "test"):
             raise ValueError(f"eval_split must be 'dev_test' or 'test', got {eval_split!r}")
+        if evaluation not in EVALUATIONS:
+            raise ValueError(f"evaluation must be one of {EVALUATIONS}, got {evaluation!r}")
         uids = [t.key.uid for t in tasks]
         dupes = sorted({u for u in uids if uids.count(u) > 1})
         if dupes:
@@ -78,8 +87,12 @@ class Stream:
         self.tasks = list(tasks)
         self.eval_split = eval_split
         self.meta_test_from_year = meta_test_from_year
+        self.evaluation = evaluation
+        self.protocol = protocol
+        self.metadata = dict(metadata or {})
         self._cache: OrderedDict[str, TaskSplits] = OrderedDict()
-        self._cache_size = cache_size
+        # evaluating every task after every training event touches them all: keep them all loaded
+        self._cache_size = max(cache_size, len(self.tasks)) if evaluation == "all" else cache_size
 
     def __repr__(self) -> str:
         return f"Stream({self.name!r}, {len(self.tasks)} tasks, eval_split={self.eval_split!r})"
@@ -130,13 +143,16 @@ class Stream:
                     train_and_dev=self._lazy(i, "train_and_dev"),
                 )
             )
-            events.append(
-                PredictEvent(
-                    index=len(events),
-                    task_index=i,
-                    task=key,
-                    split=self.eval_split,
-                    dataset=self._lazy(i, self.eval_split),
+            evaluated = range(len(self.tasks)) if self.evaluation == "all" else (i,)
+            for j in evaluated:
+                events.append(
+                    PredictEvent(
+                        index=len(events),
+                        task_index=j,
+                        task=self.tasks[j].key,
+                        split=self.eval_split,
+                        dataset=self._lazy(j, self.eval_split),
+                        after_task_index=i,
+                    )
                 )
-            )
         return events

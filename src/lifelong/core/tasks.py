@@ -57,6 +57,11 @@ class TaskKey:
         return self.name
 
     @property
+    def label_space(self) -> tuple:
+        """(kind, number of classes, class names): tasks that share it can use one model (domain-incremental)."""
+        return (self.kind.value, self.num_classes, self.class_names)
+
+    @property
     def is_multi_label(self) -> bool:
         return self.kind is TaskKind.MULTI_LABEL
 

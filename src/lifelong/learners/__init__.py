@@ -17,6 +17,15 @@ LEARNERS: dict[str, str] = {
     "pretrained": "lifelong.learners.pretrained:PretrainedLearner",
     "pretrained+finetune-knn": "lifelong.learners.pretrained:PretrainedFinetuneKnnLearner",
     "nearest-mean": "lifelong.learners.nearest_mean:NearestMeanLearner",
+    # fixed-label-space (domain-incremental) learners for CLEAR-style temporal streams
+    "finetune": "lifelong.learners.continual:FinetuneLearner",
+    "scratch": "lifelong.learners.continual:ScratchLearner",
+    "replay": "lifelong.learners.continual:ReplayLearner",
+    "er": "lifelong.learners.continual:ERLearner",
+    "gdumb": "lifelong.learners.continual:GDumbLearner",
+    "ewc": "lifelong.learners.continual:EWCLearner",
+    "si": "lifelong.learners.continual:SILearner",
+    "lwf": "lifelong.learners.continual:LwFLearner",
 }
 
 

@@ -230,6 +230,7 @@ class IndependentLearner:
         return {
             "task_uid": task.uid,
             "task_index": event.task_index,
+            "label_space": task.label_space,
             "architecture": cfg.architecture,
             "num_classes": task.num_classes,
             "resolution": cfg.resolution,
@@ -262,9 +263,10 @@ class IndependentLearner:
 
 
 def _check_can_predict(event: PredictEvent, state: dict[str, Any]) -> None:
-    """Raise, saying why, unless `state` holds the model of `event`'s task."""
+    """Raise, saying why, unless `state` holds the model of `event`'s task or of one with the same label space."""
     uid = event.task.uid
-    if state.get("model") is None or state.get("task_uid") != uid:
+    same_space = state.get("label_space") == event.task.label_space  # e.g. CLEAR: every bucket, one label space
+    if state.get("model") is None or (state.get("task_uid") != uid and not same_space):
         seen = (
             "was trained on it earlier but keeps only the latest model"
             if uid in state.get("past_tasks", ())

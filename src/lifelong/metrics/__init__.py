@@ -19,6 +19,15 @@ from lifelong.metrics.classification import (
     mean_average_precision,
     task_error,
 )
+from lifelong.metrics.matrix import (
+    IID_METRICS,
+    STREAMING_METRICS,
+    AccuracyMatrix,
+    clear_metrics,
+    matrix_from_records,
+    reported_metrics,
+    summarize_matrix_seeds,
+)
 
 __all__ = [
     "average_precision_details",
@@ -36,4 +45,11 @@ __all__ = [
     "slices",
     "summarize_run",
     "summarize_runs",
+    "IID_METRICS",
+    "STREAMING_METRICS",
+    "AccuracyMatrix",
+    "clear_metrics",
+    "matrix_from_records",
+    "reported_metrics",
+    "summarize_matrix_seeds",
 ]

@@ -71,6 +71,11 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def default_metrics() -> list:
-    """Metrics every run reports."""
-    return [StreamSummary()]
+def default_metrics(stream=None) -> list:
+    """Metrics every run reports; a stream that evaluates every task after each training event adds its matrix."""
+    metrics: list = [StreamSummary()]
+    if stream is not None and getattr(stream, "evaluation", "own") == "all":
+        from lifelong.metrics.matrix import AccuracyMatrix
+
+        metrics.append(AccuracyMatrix(len(stream.tasks), protocol=stream.protocol or "iid"))
+    return metrics

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import io
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+from matplotlib import colormaps
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
@@ -136,3 +138,43 @@ def plot_run(records: Iterable[Mapping[str, Any]], out_dir: str | os.PathLike[st
         plot_task_errors(records, out_dir / "task_errors.png"),
         plot_cumulative_flops(records, out_dir / "cumulative_flops.png"),
     ]
+
+
+def plot_accuracy_matrix(
+    R: Any, path: str | os.PathLike[str], *, labels: Sequence[str] | None = None, title: str = ""
+) -> Path:
+    """Heatmap of an accuracy matrix (rows: after training bucket i; columns: evaluated on bucket j) in percent.
+
+    Each filled cell is annotated with its accuracy; None/NaN cells (not evaluated yet) stay blank. `labels` name
+    the buckets (default: their 1-based stream positions).
+    """
+    matrix = np.array(R, dtype=float)  # None -> NaN
+    if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1] or matrix.shape[0] == 0:
+        raise ValueError(f"accuracy matrix must be a non-empty square (N x N) array, got shape {matrix.shape}")
+    n = matrix.shape[0]
+    if np.isinf(matrix).any() or (matrix[np.isfinite(matrix)] < 0).any() or (matrix[np.isfinite(matrix)] > 1).any():
+        raise ValueError(
+            "accuracy matrix cells must be accuracies in [0, 1] (None/NaN for missing ones), not percentages or "
+            f"errors; got values from {np.nanmin(matrix)!r} to {np.nanmax(matrix)!r}"
+        )
+    names = [str(i + 1) for i in range(n)] if labels is None else [str(label) for label in labels]
+    if len(names) != n:
+        raise ValueError(f"labels must name each of the {n} buckets, got {len(names)}: {list(names)!r}")
+    side = min(30.0, max(5.0, 0.55 * n + 3.5))
+    fig, ax = new_figure(side + 1.2, side)
+    percent = np.ma.masked_invalid(100.0 * matrix)
+    cmap = colormaps["viridis"].with_extremes(bad="white")
+    image = ax.imshow(percent, cmap=cmap, vmin=0.0, vmax=100.0, aspect="equal")
+    fontsize = 9 if n <= 10 else 7 if n <= 20 else 5
+    for i, j in zip(*np.nonzero(np.isfinite(matrix)), strict=True):
+        value = 100.0 * matrix[i, j]
+        color = "black" if value >= 60.0 else "white"  # viridis is light at the top of the scale
+        ax.text(j, i, f"{value:.1f}", ha="center", va="center", fontsize=fontsize, color=color)
+    ax.set_xticks(range(n), [f"evaluated on {name}" for name in names], rotation=45, ha="right", parse_math=False)
+    ax.set_yticks(range(n), [f"after training {name}" for name in names], parse_math=False)
+    ax.tick_params(labelsize=fontsize)
+    fig.colorbar(image, ax=ax, label="accuracy (%)", shrink=0.8)
+    ax.set_title(title or "accuracy matrix (%)", parse_math=False)
+    if not np.isfinite(matrix).any():
+        note(ax, "no cell evaluated")
+    return save_png(fig, path)

@@ -55,7 +55,7 @@ def run(
     be brought back in line from the checkpoint. `stop_after` ends the call after that many events
     (the checkpoint stays resumable), which tests use to simulate an interruption.
     """
-    metrics = default_metrics() if metrics is None else metrics
+    metrics = default_metrics(stream) if metrics is None else metrics
     events = stream.events()
     uids = [t.key.uid for t in stream.tasks]
     learner_name = getattr(learner, "name", type(learner).__name__)
@@ -123,6 +123,8 @@ def _run_event(
         "event": event.index,
         "type": "train" if isinstance(event, TrainEvent) else "predict",
         "task": task.uid,
+        "task_index": event.task_index,
+        "after_task_index": event.task_index if isinstance(event, TrainEvent) else event.after_task_index,
         "task_name": task.name,
         "task_kind": task.kind.value,
         "year": task.year,

@@ -58,8 +58,12 @@ class RunFolder:
     def write_json(self, name: str, obj: Any) -> Path:
         """Write `obj` as `name` atomically (temp file + fsync + rename)."""
         path = self._file(name)
-        text = _to_json(obj, f"{path}", indent=2)
-        atomic_write_bytes(path, (text + "\n").encode())
+        return self.write_text(name, _to_json(obj, f"{path}", indent=2) + "\n")
+
+    def write_text(self, name: str, text: str) -> Path:
+        """Write `text` as `name` atomically (temp file + fsync + rename)."""
+        path = self._file(name)
+        atomic_write_bytes(path, text.encode())
         return path
 
     def read_json(self, name: str) -> Any:

@@ -78,7 +78,7 @@ def execute(spec: RunSpec) -> dict:
         skip_corrupt=spec.skip_corrupt,
         data_root=spec.data_root,
         allow_missing=spec.allow_missing,
-        **spec.stream_options,
+        **_stream_options(spec),
     )
     learner = make_learner(spec.learner, **spec.learner_options)
     folder = RunFolder(folder_path)
@@ -114,15 +114,52 @@ def execute(spec: RunSpec) -> dict:
         db.finish_run(spec.run_id, "failed", {"error": f"{type(exc).__name__}: {exc}"})
         raise
     finished = result.summary["events_done"] == result.summary["events_total"]
-    summary = {**result.summary, "run_id": spec.run_id, "path": str(folder_path), "timing": result.timing}
+    summary = {
+        **result.summary,
+        "run_id": spec.run_id,
+        "seed": spec.seed,
+        "path": str(folder_path),
+        "timing": result.timing,
+    }
     summary["tasks_ran"] = [t.key.uid for t in stream.tasks]
     summary["tasks_missing"] = list(getattr(stream, "missing_tasks", ()))
     folder.write_json("summary.json", summary)
     if finished:
-        summary["plots"] = [str(p) for p in plot_run(result.records, folder_path)]
+        summary["plots"] = [str(p) for p in plot_run(_own_task_records(result.records), folder_path)]
+        if summary.get("accuracy_matrix") is not None:
+            summary["plots"].append(str(_write_matrix(folder, summary, stream)))
     db.finish_run(spec.run_id, "finished" if finished else "interrupted", summary)
     summary["records"] = result.records
     return summary
+
+
+def _stream_options(spec: RunSpec) -> dict[str, Any]:
+    """The spec's stream options; temporal (CLEAR) streams split their buckets with the run's seed by default."""
+    from lifelong.suites.clear import is_temporal
+
+    options = dict(spec.stream_options)
+    if is_temporal(spec.stream):
+        options.setdefault("split_seed", spec.seed)
+    return options
+
+
+def _own_task_records(records: list[dict]) -> list[dict]:
+    """Train records and the predictions on the task just trained (the diagonal of an accuracy matrix)."""
+    return [r for r in records if r["type"] == "train" or r.get("after_task_index") in (None, r.get("task_index"))]
+
+
+def _write_matrix(folder: RunFolder, summary: dict, stream) -> Path:
+    """accuracy_matrix.csv and its heatmap accuracy_matrix.png in the run folder."""
+    from lifelong.report.plots import plot_accuracy_matrix
+
+    labels = [t.key.uid for t in stream.tasks]
+    rows = ["after," + ",".join(labels)]
+    for label, row in zip(labels, summary["accuracy_matrix"], strict=True):
+        rows.append(label + "," + ",".join("" if v is None else f"{v:.6f}" for v in row))
+    folder.write_text("accuracy_matrix.csv", "\n".join(rows) + "\n")
+    matrix = [[float("nan") if v is None else v for v in row] for row in summary["accuracy_matrix"]]
+    title = f"{summary['run_id']} ({stream.protocol} protocol)"
+    return plot_accuracy_matrix(matrix, folder.path / "accuracy_matrix.png", labels=labels, title=title)
 
 
 def _prepare_folder(spec: RunSpec, folder: Path, checkpoint: CheckpointStore) -> None:
@@ -167,6 +204,8 @@ def _run_info(spec: RunSpec, stream) -> dict:
             "tasks": [t.key.to_dict() for t in stream.tasks],
             "eval_split": stream.eval_split,
             "meta_test_from_year": stream.meta_test_from_year,
+            "evaluation": stream.evaluation,
+            "protocol": stream.protocol,
         },
         "versions": versions,
         "python": sys.version.split()[0],

@@ -35,6 +35,13 @@ def _nevis(variant: str, allow_missing: bool | None = None, **options) -> Stream
     return nevis_stream(variant, allow_missing=allow_missing, **options)
 
 
+def _clear(name: str, **options) -> Stream:
+    """A CLEAR temporal stream (lifelong.suites.clear): options protocol, split_seed, and the source's own."""
+    from lifelong.suites.clear import get_temporal_stream
+
+    return get_temporal_stream(name, **options)
+
+
 STREAMS: dict[str, tuple[Callable[..., Stream], str]] = {
     "mini": (_mini, "offline default: digits, glyphs, shapes, textures (one multi-label, two repeated)"),
     "nevis-mini": (_nevis_mini, "offline Nevis'22 in miniature: 13 tasks, meta-test from 2019, transfer pays off"),
@@ -45,6 +52,11 @@ STREAMS: dict[str, tuple[Callable[..., Stream], str]] = {
     "nevis-major-domain": (partial(_nevis, "major-domain"), "Nevis'22 with object-domain meta-train tasks only"),
     "nevis-large": (partial(_nevis, "large"), "Nevis'22 without meta-train datasets under 10,000 samples"),
     "nevis-imagenet": (partial(_nevis, "imagenet"), "Nevis'22 ImageNet tasks only (2011, 2021)"),
+    "clear-mini": (
+        partial(_clear, "clear-mini"),
+        "offline CLEAR in miniature: drifting glyphs, 1 unlabeled + 10 buckets x 11 classes x 300 (accuracy matrix)",
+    ),
+    "clear": (partial(_clear, "clear"), "CLEAR-10 from its released layout under --data-root (accuracy matrix)"),
 }
 
 
@@ -53,6 +65,8 @@ def get_stream(name_or_path: str | os.PathLike, **options) -> Stream:
     name_or_path = os.fspath(name_or_path)
     if name_or_path in STREAMS:
         return STREAMS[name_or_path][0](**options)
+    if name_or_path.endswith(".csv"):
+        return _clear(name_or_path, **options)
     if name_or_path.endswith(MANIFEST_SUFFIXES) or Path(name_or_path).exists():
         from lifelong.suites.manifest import load_manifest
 
@@ -60,7 +74,8 @@ def get_stream(name_or_path: str | os.PathLike, **options) -> Stream:
         options.pop("allow_missing", None)
         return load_manifest(name_or_path, **options)
     raise ValueError(
-        f"unknown stream {name_or_path!r}: give one of {sorted(STREAMS)} or a manifest file (.yaml/.yml/.toml)"
+        f"unknown stream {name_or_path!r}: give one of {sorted(STREAMS)}, a manifest file (.yaml/.yml/.toml), or a "
+        "CSV of timestamped images (path,label,timestamp) for a temporal stream"
     )
 
 

@@ -125,6 +125,9 @@ class GlyphStyle:
     shear factor. `shift`: max translation as a fraction of the side. `stroke`: stroke levels drawn
     uniformly (-1 thins, 0 keeps, 1 and 2 thicken). `contrast`: glyph minus background intensity, in
     [0, 1]. `noise`: Gaussian noise sigma in [0, 1] units. `invert`: probability of a dark glyph on light.
+    `rotation_center`, `shear_center`: offsets added to the drawn angle (degrees) and shear, and
+    `class_rotation`: per-class angle offsets (degrees, one per char; empty: none); the defaults leave
+    images unchanged, and moving them makes a style drift (ClearMini).
     """
 
     scale: tuple[float, float] = (0.55, 0.8)
@@ -135,6 +138,9 @@ class GlyphStyle:
     contrast: tuple[float, float] = (0.6, 1.0)
     noise: tuple[float, float] = (0.0, 0.08)
     invert: float = 0.0
+    rotation_center: float = 0.0
+    shear_center: float = 0.0
+    class_rotation: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         for name in ("scale", "contrast", "noise"):
@@ -311,8 +317,20 @@ def render_glyphs(
     face = rng.integers(len(faces), size=n)
     stroke = rng.integers(len(style.stroke), size=n)
     scale = rng.uniform(*style.scale, size=n) * size / _CAP
-    angle = np.deg2rad(rng.uniform(-style.rotation, style.rotation, size=n))
+    if style.class_rotation and len(style.class_rotation) != len(chars):
+        raise ValueError(
+            f"GlyphStyle.class_rotation has {len(style.class_rotation)} offsets for {len(chars)} chars {chars!r}; "
+            "give one per char, or () for none"
+        )
+    degrees = rng.uniform(-style.rotation, style.rotation, size=n)
+    if style.rotation_center:  # offsets are skipped at their defaults: images stay bit-identical
+        degrees = degrees + style.rotation_center
+    if style.class_rotation:
+        degrees = degrees + np.asarray(style.class_rotation, dtype=np.float64)[labels]
+    angle = np.deg2rad(degrees)
     shear = rng.uniform(-style.shear, style.shear, size=n)
+    if style.shear_center:
+        shear = shear + style.shear_center
     shift = rng.uniform(-style.shift, style.shift, size=(n, 2)) * size
     contrast = rng.uniform(*style.contrast, size=n)
     background = (rng.uniform(0, 1, size=n) * (1 - contrast)).astype(np.float32)

@@ -1,0 +1,515 @@
+"""Continual learners for temporal streams over one fixed label space (spec/clear.md section 4).
+
+Every bucket is a task with the same classes; after each bucket the learner predicts every bucket. Two
+regimes: a CNN trained with SGD (the paper's supervised baselines; `encoder` None), or a frozen encoder
+plus a trainable linear head (`encoder` set; the paper's "linear" regime, which dominates). The methods are
+combinations of options: where training starts (`init`), what it trains on (`train_on`: the bucket, the
+bucket plus a replay buffer, or the buffer only), the buffer's policy, and a regulariser (`penalty`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+from torch import nn
+
+from lifelong.core.datasets import Dataset
+from lifelong.core.events import PredictEvent, TrainEvent
+from lifelong.core.resources import Resources
+from lifelong.core.tasks import TaskKey
+from lifelong.learners.buffers import POLICIES, ReplayBuffer
+from lifelong.learners.independent import configure
+from lifelong.learners.penalties import EWC, PENALTIES, SI, LwF, Term
+from lifelong.training.continual_loop import model_inputs, predict_items, step_lr, train_continual
+from lifelong.training.flops import count_inference_flops
+from lifelong.training.loop import configure_torch_threads, derive_seed, predict_scores
+from lifelong.training.models import ARCHITECTURES, count_parameters, initialise, make_model
+from lifelong.training.recipe import materialize
+
+# Stream tags for derive_seed(seed, task_index, tag)
+_INIT, _TRAIN, _BUFFER = 1, 2, 3
+FEATURES = "features"  # encoder value: the datasets already hold pre-extracted features
+TRAIN_ON = ("bucket", "bucket+buffer", "buffer")
+INITS = ("previous", "scratch")
+
+
+@dataclass(frozen=True)
+class ContinualConfig:
+    """Options of the continual learners; defaults give plain fine-tuning of a CNN.
+
+    CNN regime (`encoder` None): `architecture` trained with SGD (momentum, batch `batch_size`, `lr`,
+    `weight_decay`), the lr divided by 10 after `lr_step` of the `epochs`; images augmented (random resized
+    crop; no flip for `no_flip_domains`) at `resolution` (None: the task's metadata["resolution"], else the
+    native size). `epochs` defaults to 5 to fit a CPU budget (the paper trained ResNet18 for far longer).
+    `init`: "previous" (continue from the last bucket's model, head kept: the label space is fixed) or
+    "scratch" (fresh random weights per bucket). `train_on`: "bucket", "bucket+buffer" or "buffer" (the buffer
+    updated with the bucket first). `buffer`: "none" or a `ReplayBuffer` policy ("reservoir", "biased",
+    "class-balanced") of `buffer_size` items (None: one bucket); `alpha` or `c` for "biased".
+    `penalty`: "none", "ewc" (`ewc_lambda`, online Fisher decay `ewc_decay`), "si" (`si_c`, damping `si_xi`),
+    "lwf" (`lwf_alpha`, temperature `lwf_temperature`); strengths are untuned defaults. The curvature of the
+    EWC and SI quadratics is capped at 1 / lr per weight, so that SGD on them cannot diverge.
+    Linear regime (`encoder` set): "features" when the datasets already hold float32 features, else a spec for
+    `lifelong.training.encoders.load_encoder`; a linear head on frozen features with `linear_lr`,
+    `linear_epochs`, `linear_batch_size`, `linear_weight_decay` (spec: lr 1.0, batch 256, wd 0; 100 epochs
+    in the paper). Buffers then hold features. With `count_encoder_flops`, the encoder's forward FLOPs over
+    the items encoded for training count as training FLOPs.
+    """
+
+    architecture: str = "resnet_mini"
+    resolution: int | None = None
+    epochs: int = 5
+    batch_size: int = 64
+    lr: float = 0.1
+    weight_decay: float = 1e-5
+    momentum: float = 0.9
+    lr_step: float = 0.6
+    augment: bool = True
+    no_flip_domains: tuple[str, ...] = ("ocr",)
+    init: str = "previous"
+    train_on: str = "bucket"
+    buffer: str = "none"
+    buffer_size: int | None = None
+    alpha: float | None = None
+    c: float | None = None
+    penalty: str = "none"
+    ewc_lambda: float = 100.0
+    ewc_decay: float = 1.0
+    si_c: float = 0.1
+    si_xi: float = 1e-3
+    lwf_alpha: float = 1.0
+    lwf_temperature: float = 2.0
+    encoder: str | None = None
+    linear_lr: float = 1.0
+    linear_epochs: int = 30
+    linear_batch_size: int = 256
+    linear_weight_decay: float = 0.0
+    count_encoder_flops: bool = True
+    eval_batch_size: int = 256
+
+    def __post_init__(self) -> None:
+        if self.architecture not in ARCHITECTURES:
+            raise ValueError(f"unknown architecture {self.architecture!r}; choose one of {sorted(ARCHITECTURES)}")
+        if self.resolution is not None and self.resolution < 1:
+            raise ValueError(f"resolution must be a positive int or None (the task's), got {self.resolution}")
+        for name in ("epochs", "batch_size", "linear_epochs", "linear_batch_size", "eval_batch_size"):
+            if int(getattr(self, name)) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        for name in ("lr", "linear_lr", "lwf_temperature"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+        for name in ("weight_decay", "linear_weight_decay", "ewc_lambda", "ewc_decay", "si_c", "lwf_alpha"):
+            if not getattr(self, name) >= 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if not 0 <= self.momentum < 1 or not self.si_xi > 0:
+            raise ValueError(f"need 0 <= momentum < 1 and si_xi > 0, got momentum={self.momentum}, si_xi={self.si_xi}")
+        step_lr(1, self.lr_step)  # validates lr_step
+        for name, value, choices in (
+            ("init", self.init, INITS),
+            ("train_on", self.train_on, TRAIN_ON),
+            ("buffer", self.buffer, ("none", *POLICIES)),
+            ("penalty", self.penalty, PENALTIES),
+        ):
+            if value not in choices:
+                raise ValueError(f"unknown {name} {value!r}; choose one of {choices}")
+        uses_buffer = self.train_on != "bucket"
+        if uses_buffer != (self.buffer != "none"):
+            raise ValueError(
+                f"train_on={self.train_on!r} with buffer={self.buffer!r}: training on a buffer needs a buffer "
+                "policy, and a buffer is only kept when training uses it (train_on 'bucket+buffer' or 'buffer')"
+            )
+        if self.buffer == "none" and (self.buffer_size is not None or self.alpha is not None or self.c is not None):
+            raise ValueError("buffer_size / alpha / c need a buffer: set buffer (reservoir, biased, class-balanced)")
+        if self.buffer != "none":
+            self.empty_buffer()  # validates buffer_size, alpha, c
+        if self.encoder is not None and not str(self.encoder).strip():
+            raise ValueError("encoder must be None (CNN regime), 'features', or an encoder spec; got an empty string")
+        object.__setattr__(self, "no_flip_domains", tuple(d.lower() for d in self.no_flip_domains))
+
+    @property
+    def linear(self) -> bool:
+        """True in the linear regime (frozen encoder or given features, trainable linear head)."""
+        return self.encoder is not None
+
+    def empty_buffer(self) -> ReplayBuffer | None:
+        """The buffer a run starts with (None without one)."""
+        if self.buffer == "none":
+            return None
+        return ReplayBuffer(self.buffer, capacity=self.buffer_size, alpha=self.alpha, c=self.c)
+
+
+class ContinualLearner:
+    """Fine-tunes one model over a fixed-label-space stream (the options select the method)."""
+
+    name = "continual"
+    config_class: ClassVar[type[ContinualConfig]] = ContinualConfig
+
+    def __init__(self, config: ContinualConfig | None = None, **options: Any) -> None:
+        self.config = configure(self.config_class, config, options, type(self).__name__)  # type: ignore[arg-type]
+        self._encoder: nn.Module | None = None
+        self._encoder_flops: dict[tuple[int, ...], float] = {}
+        self._forward_flops: dict[tuple, float] = {}
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.config})"
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_encoder": None}  # the encoder reloads from its spec
+
+    # ---- state -------------------------------------------------------------------------------------------
+
+    def init(self, seed: int) -> dict[str, Any]:
+        """Initial state: the seed, no model, an empty buffer (if any), nothing kept by the penalty."""
+        if not isinstance(seed, int | np.integer) or seed < 0:
+            raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+        return {
+            "seed": int(seed),
+            "task_uid": None,
+            "task_index": None,
+            "label_space": None,
+            "model": None,
+            "input_shape": None,
+            "resolution": None,
+            "buffer": self.config.empty_buffer(),
+            "penalty": None,
+        }
+
+    def _check_label_space(self, task: TaskKey, state: dict[str, Any]) -> None:
+        if task.is_multi_label:
+            raise ValueError(
+                f"{self.name}: task {task.uid!r} is multi-label; these learners need multi-class tasks over one "
+                "fixed label space (a domain-incremental stream such as clear-*)"
+            )
+        space = state.get("label_space")
+        if space is not None and (space["num_classes"], space["class_names"]) != (task.num_classes, task.class_names):
+            raise ValueError(
+                f"{self.name}: task {task.uid!r} ({task.num_classes} classes {list(task.class_names)}) does not share "
+                f"the label space of task {space['uid']!r} ({space['num_classes']} classes "
+                f"{list(space['class_names'])}); these learners need a fixed label space (a domain-incremental "
+                "stream such as clear-*)"
+            )
+
+    # ---- inputs --------------------------------------------------------------------------------------------
+
+    def encoder(self) -> nn.Module:
+        """The frozen encoder of `encoder` (loaded once per learner object)."""
+        if self._encoder is None:
+            try:
+                from lifelong.training.encoders import load_encoder
+            except ImportError as exc:  # pragma: no cover - the encoders module ships with the package
+                raise ValueError(
+                    f"encoder={self.config.encoder!r} needs lifelong.training.encoders ({exc}); "
+                    "use encoder='features' with pre-extracted features"
+                ) from exc
+            encoder = load_encoder(self.config.encoder)
+            encoder.eval()
+            encoder.requires_grad_(False)
+            self._encoder = encoder
+        return self._encoder
+
+    def _items(self, dataset: Dataset, what: str) -> tuple[np.ndarray, float]:
+        """(items of `dataset` for the model: images, or features in the linear regime; encoder FLOPs spent)."""
+        data = materialize(dataset)
+        items = data.images
+        is_features = items.ndim == 2 and items.dtype == np.float32
+        cfg = self.config
+        if not cfg.linear:
+            if is_features:
+                raise ValueError(
+                    f"{self.name}: {what} of task {data.task.uid!r} holds pre-extracted features {items.shape}, "
+                    "but the CNN regime trains on images; pass -o encoder=features to train a linear head on them"
+                )
+            return items, 0.0
+        if cfg.encoder == FEATURES:
+            if not is_features:
+                raise ValueError(
+                    f"{self.name}: encoder='features' needs datasets of float32 [N, D] features, but {what} of task "
+                    f"{data.task.uid!r} holds {items.dtype} {items.shape}; give an encoder spec to encode images"
+                )
+            return items, 0.0
+        if is_features:
+            raise ValueError(
+                f"{self.name}: {what} of task {data.task.uid!r} already holds features; use encoder='features'"
+            )
+        from lifelong.training.encoders import encode
+
+        encoder = self.encoder()
+        features = np.asarray(encode(encoder, items, batch_size=cfg.eval_batch_size), dtype=np.float32)
+        return features, self._encoder_forward_flops(encoder, items.shape[1:]) * len(items)
+
+    def _encoder_forward_flops(self, encoder: nn.Module, image_shape: tuple[int, ...]) -> float:
+        """Forward FLOPs of the encoder per image of `image_shape` (counted once per shape)."""
+        key = tuple(image_shape)
+        if key not in self._encoder_flops:
+            size = getattr(encoder, "resolution", None)
+            one = np.zeros((1, *image_shape), np.uint8)
+            x = model_inputs(one, channels=int(getattr(encoder, "in_channels", 3)), resolution=size)
+            self._encoder_flops[key] = count_inference_flops(encoder, x)
+        return self._encoder_flops[key]
+
+    def _resolution(self, task: TaskKey) -> int | None:
+        if self.config.resolution is not None:
+            return self.config.resolution
+        value = task.metadata.get("resolution")
+        return None if value is None else int(value)
+
+    # ---- models --------------------------------------------------------------------------------------------
+
+    def _new_model(self, num_classes: int, input_shape: tuple[int, ...], seed: int) -> nn.Module:
+        if self.config.linear:
+            return initialise(nn.Linear(int(input_shape[0]), num_classes), seed)
+        return make_model(self.config.architecture, num_classes, seed=seed)
+
+    def _model(self, state: dict[str, Any]) -> nn.Module:
+        """The state's model with its weights."""
+        space = state["label_space"]
+        model = self._new_model(space["num_classes"], state["input_shape"], 0)
+        model.load_state_dict(state["model"])
+        return model
+
+    # ---- protocol ------------------------------------------------------------------------------------------
+
+    def train(self, event: TrainEvent, state: dict[str, Any]) -> tuple[dict[str, Any], Resources]:
+        """Train on the bucket (`event.train_and_dev`), the buffer, or both; update the buffer and the penalty."""
+        configure_torch_threads()
+        cfg, task = self.config, event.task
+        self._check_label_space(task, state)
+        seed = state["seed"]
+        data = materialize(event.train_and_dev)
+        items, encode_flops = self._items(data, "the training data")
+        labels = data.labels()
+        previous_shape = state["input_shape"]
+        if cfg.linear and previous_shape is not None and tuple(items.shape[1:]) != tuple(previous_shape):
+            raise ValueError(
+                f"{self.name}: task {task.uid!r} gives features of shape {items.shape[1:]}, the earlier buckets "
+                f"{tuple(previous_shape)}; every bucket must come from the same encoder"
+            )
+        resolution = None if cfg.linear else self._resolution(task)
+
+        if cfg.init == "previous" and state["model"] is not None:
+            model = self._model(state)
+        else:
+            model = self._new_model(task.num_classes, items.shape[1:], derive_seed(seed, event.task_index, _INIT))
+
+        buffer: ReplayBuffer | None = state["buffer"]
+        buffer_rng = np.random.default_rng(derive_seed(seed, event.task_index, _BUFFER))
+        if cfg.train_on == "bucket":
+            train_items, train_labels = items, labels
+        elif cfg.train_on == "buffer":
+            buffer = buffer.update(items, labels, event.task_index, buffer_rng)
+            train_items, train_labels = buffer.items, buffer.labels
+        else:  # bucket + the buffer as it was before this bucket
+            if buffer is not None and len(buffer):
+                train_items = np.concatenate([items, buffer.items])
+                train_labels = np.concatenate([labels, buffer.labels])
+            else:
+                train_items, train_labels = items, labels
+            buffer = buffer.update(items, labels, event.task_index, buffer_rng)
+
+        term = self._penalty(state, model)
+        term.start(model)
+        fit = train_continual(
+            model,
+            train_items,
+            train_labels,
+            epochs=cfg.linear_epochs if cfg.linear else cfg.epochs,
+            batch_size=cfg.linear_batch_size if cfg.linear else cfg.batch_size,
+            lr=cfg.linear_lr if cfg.linear else cfg.lr,
+            weight_decay=cfg.linear_weight_decay if cfg.linear else cfg.weight_decay,
+            momentum=cfg.momentum,
+            lr_step=cfg.lr_step,
+            seed=derive_seed(seed, event.task_index, _TRAIN),
+            augment=cfg.augment and not cfg.linear,
+            flip=task.domain.lower() not in cfg.no_flip_domains,
+            resolution=resolution,
+            penalty=None if cfg.penalty == "none" else term,
+            step_hook=term.step_hook,
+        )
+
+        def inputs(x: np.ndarray) -> torch.Tensor:
+            return model_inputs(x, channels=int(getattr(model, "in_channels", 3)), resolution=resolution)
+
+        kept, penalty_flops = term.finish(model, items, labels, inputs)
+        held = count_parameters(model) + term.held_parameters()
+        if cfg.linear and cfg.encoder != FEATURES:
+            held += count_parameters(self.encoder())
+        new_state = {
+            "seed": seed,
+            "task_uid": task.uid,
+            "task_index": event.task_index,
+            "label_space": {"uid": task.uid, "num_classes": task.num_classes, "class_names": task.class_names},
+            "model": {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()},
+            "input_shape": tuple(int(s) for s in items.shape[1:]),
+            "resolution": resolution,
+            "buffer": buffer,
+            "penalty": kept,
+        }
+        flops = fit.train_flops + penalty_flops + (encode_flops if cfg.count_encoder_flops else 0.0)
+        return new_state, Resources(train_flops=float(flops), peak_parameters=int(held))
+
+    def _penalty(self, state: dict[str, Any], model: nn.Module) -> Term:
+        cfg = self.config
+        cap = 1.0 / (cfg.linear_lr if cfg.linear else cfg.lr)  # keeps SGD on the quadratic penalty stable
+        if cfg.penalty == "ewc":
+            return EWC(state["penalty"], cfg.ewc_lambda, cfg.ewc_decay, max_curvature=cap)
+        if cfg.penalty == "si":
+            return SI(state["penalty"], cfg.si_c, cfg.si_xi, max_curvature=cap)
+        if cfg.penalty == "lwf":
+            teacher = self._model(state) if state["model"] is not None else None
+            return LwF(teacher, cfg.lwf_alpha, cfg.lwf_temperature)
+        return Term()
+
+    def _predict_model(self, event: PredictEvent, state: dict[str, Any], items: np.ndarray) -> nn.Module:
+        self._check_label_space(event.task, state)
+        if state["model"] is not None:
+            return self._model(state)
+        # before any training: the seeded initial model (deterministic), as at the start of bucket 0
+        return self._new_model(event.task.num_classes, items.shape[1:], derive_seed(state["seed"], 0, _INIT))
+
+    def predict(self, event: PredictEvent, state: dict[str, Any]) -> np.ndarray:
+        """Logits [N, C] of every item of `event.dataset` in stored order (any bucket: the label space is fixed)."""
+        configure_torch_threads()
+        cfg = self.config
+        if cfg.linear:
+            items, _ = self._items(event.dataset, f"the {event.split} split")
+            return predict_items(self._predict_model(event, state, items), items, cfg.eval_batch_size)
+        data = materialize(event.dataset)
+        self._items(data, f"the {event.split} split")  # refuses features
+        model = self._predict_model(event, state, data.images)
+        resolution = state["resolution"] if state["model"] is not None else self._resolution(event.task)
+        return predict_scores(model, data, event.task.kind, cfg.eval_batch_size, resolution=resolution)
+
+    def predict_flops(self, event: PredictEvent, state: dict[str, Any]) -> float:
+        """FLOPs of `predict`: the model's (and in the linear regime the encoder's) forward FLOPs per item x items."""
+        cfg = self.config
+        data = materialize(event.dataset)
+        shape = data.image_shape
+        if cfg.linear:
+            dim = state["input_shape"][0] if state["input_shape"] is not None else None
+            encoder = 0.0 if cfg.encoder == FEATURES else self._encoder_forward_flops(self.encoder(), shape)
+            dim = dim if dim is not None else (shape[0] if cfg.encoder == FEATURES else self.encoder().feature_dim)
+            return (encoder + 2.0 * dim * event.task.num_classes) * len(data)
+        resolution = state["resolution"] if state["model"] is not None else self._resolution(event.task)
+        height, width = (resolution, resolution) if resolution is not None else shape[:2]
+        key = (cfg.architecture, event.task.num_classes, height, width)
+        if key not in self._forward_flops:
+            model = make_model(cfg.architecture, event.task.num_classes, seed=0)
+            self._forward_flops[key] = count_inference_flops(model, torch.zeros(1, 3, height, width))
+        return self._forward_flops[key] * len(data)
+
+
+# ---- the named methods ---------------------------------------------------------------------------------------
+
+
+class FinetuneLearner(ContinualLearner):
+    """Fine-tunes the previous bucket's whole model (head kept) on each new bucket."""
+
+    name = "finetune"
+
+
+@dataclass(frozen=True)
+class ScratchConfig(ContinualConfig):
+    init: str = "scratch"
+
+
+class ScratchLearner(ContinualLearner):
+    """Re-trains a model from random weights on each bucket alone."""
+
+    name = "scratch"
+    config_class = ScratchConfig
+
+
+@dataclass(frozen=True)
+class ReplayConfig(ContinualConfig):
+    train_on: str = "buffer"
+    buffer: str = "reservoir"
+
+
+class ReplayLearner(ContinualLearner):
+    """The paper's "Finetuning": fine-tunes from the previous bucket on a replay buffer only (reservoir or biased).
+
+    The buffer (one bucket's worth by default) is updated with the bucket first; `-o buffer=biased -o alpha=2`
+    or `-o buffer=biased -o c=0.5` selects the biased reservoir.
+    """
+
+    name = "replay"
+    config_class = ReplayConfig
+
+
+@dataclass(frozen=True)
+class ERConfig(ContinualConfig):
+    train_on: str = "bucket+buffer"
+    buffer: str = "reservoir"
+
+
+class ERLearner(ContinualLearner):
+    """Experience replay: fine-tunes the previous model on the bucket plus a reservoir buffer of past items."""
+
+    name = "er"
+    config_class = ERConfig
+
+
+@dataclass(frozen=True)
+class GDumbConfig(ContinualConfig):
+    init: str = "scratch"
+    train_on: str = "buffer"
+    buffer: str = "class-balanced"
+
+
+class GDumbLearner(ContinualLearner):
+    """GDumb: a class-balanced greedy buffer; a model re-trained from scratch on the buffer alone."""
+
+    name = "gdumb"
+    config_class = GDumbConfig
+
+
+@dataclass(frozen=True)
+class EWCConfig(ContinualConfig):
+    penalty: str = "ewc"
+
+
+class EWCLearner(ContinualLearner):
+    """Fine-tuning with online EWC (diagonal empirical Fisher of each finished bucket; `ewc_lambda`)."""
+
+    name = "ewc"
+    config_class = EWCConfig
+
+
+@dataclass(frozen=True)
+class SIConfig(ContinualConfig):
+    penalty: str = "si"
+
+
+class SILearner(ContinualLearner):
+    """Fine-tuning with Synaptic Intelligence (path-integral importances; `si_c`, `si_xi`)."""
+
+    name = "si"
+    config_class = SIConfig
+
+
+@dataclass(frozen=True)
+class LwFConfig(ContinualConfig):
+    penalty: str = "lwf"
+
+
+class LwFLearner(ContinualLearner):
+    """Fine-tuning with Learning without Forgetting (distils the previous bucket's model; `lwf_alpha`, T=2)."""
+
+    name = "lwf"
+    config_class = LwFConfig
+
+
+__all__ = [
+    "ContinualConfig",
+    "ContinualLearner",
+    "ERLearner",
+    "EWCLearner",
+    "FinetuneLearner",
+    "GDumbLearner",
+    "LwFLearner",
+    "ReplayLearner",
+    "SILearner",
+    "ScratchLearner",
+]

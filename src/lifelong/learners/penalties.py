@@ -1,0 +1,250 @@
+"""Regularisers of the CLEAR baselines (spec/clear.md section 4): EWC, SI and LwF, as extra loss terms.
+
+Each is a small object made per bucket from what the learner state keeps (CPU tensors keyed by parameter
+name): it is the `penalty(model, x, logits)` of `train_continual`, optionally its step hook (SI), and
+`finish(...)` returns what the state keeps for the next bucket. On the first bucket there is nothing to
+hold on to, so the term is zero. The label space is fixed, so every class's logit is regularised.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.func import functional_call, grad, vmap
+
+from lifelong.training.flops import count_training_flops
+
+Tensors = dict[str, torch.Tensor]
+Inputs = Callable[[np.ndarray], torch.Tensor]  # items -> prepared model inputs (eval transform)
+
+
+def _params(model: nn.Module) -> dict[str, torch.Tensor]:
+    return {name: p for name, p in model.named_parameters() if p.requires_grad}
+
+
+def _cpu(tensors: dict[str, torch.Tensor]) -> Tensors:
+    return {k: v.detach().to("cpu", copy=True) for k, v in tensors.items()}
+
+
+def _curvature(weights: Tensors, scale: float, max_curvature: float | None) -> Tensors:
+    """The penalty's per-coordinate curvature h = scale * weights, capped at `max_curvature`.
+
+    Why the cap: SGD (lr, momentum m) on the quadratic (h / 2) (theta - theta*)^2 diverges once lr h > 2 (1 + m);
+    importances of a barely trained network can exceed that, so the learners cap h at 1 / lr.
+    """
+    h = {k: scale * v for k, v in weights.items()}
+    return h if max_curvature is None else {k: torch.clamp(v, max=max_curvature) for k, v in h.items()}
+
+
+def _quadratic(model: nn.Module, curvature: Tensors, anchor: Tensors) -> torch.Tensor:
+    """(1 / 2) sum_k h_k (theta_k - anchor_k)^2 over the trainable parameters."""
+    total = None
+    for name, p in _params(model).items():
+        term = (curvature[name].to(p.device) * (p - anchor[name].to(p.device)) ** 2).sum()
+        total = term if total is None else total + term
+    if total is None:
+        raise ValueError("the model has no trainable parameters to regularise")
+    return 0.5 * total
+
+
+def _zero(logits: torch.Tensor) -> torch.Tensor:
+    return logits.new_zeros(())
+
+
+class Term:
+    """No regulariser: the base of the others (zero penalty, nothing kept)."""
+
+    name = "none"
+    step_hook = None
+
+    def __call__(self, model: nn.Module, x: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
+        return _zero(logits)
+
+    def start(self, model: nn.Module) -> None:
+        """Called before training on a bucket starts."""
+
+    def finish(
+        self, model: nn.Module, items: np.ndarray, labels: np.ndarray, inputs: Inputs
+    ) -> tuple[dict | None, float]:
+        """(what the state keeps for the next bucket, FLOPs spent computing it) after training on (items, labels)."""
+        return None, 0.0
+
+    def held_parameters(self) -> int:
+        """Numbers held besides the model while training (anchors, importances, teacher weights)."""
+        return 0
+
+
+class EWC(Term):
+    """Online EWC: (lambda / 2) sum_k F_k (theta_k - theta*_k)^2, F the diagonal empirical Fisher.
+
+    F is the mean over the just-finished bucket's items of the squared gradient of log p(y | x) at the true
+    label (per-item gradients, model in eval mode), accumulated as F <- decay F + F_new; theta* = the weights
+    after that bucket. lambda F is capped at `max_curvature` (see `_curvature`; None: no cap).
+    """
+
+    name = "ewc"
+
+    def __init__(
+        self,
+        kept: dict | None,
+        strength: float,
+        decay: float = 1.0,
+        chunk: int = 64,
+        max_curvature: float | None = None,
+    ) -> None:
+        self.kept, self.strength, self.decay, self.chunk = kept, strength, decay, chunk
+        self._h = None if kept is None else _curvature(kept["fisher"], strength, max_curvature)
+
+    def __call__(self, model: nn.Module, x: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
+        if self.kept is None or self._h is None:
+            return _zero(logits)
+        return _quadratic(model, self._h, self.kept["anchor"])
+
+    def finish(
+        self, model: nn.Module, items: np.ndarray, labels: np.ndarray, inputs: Inputs
+    ) -> tuple[dict | None, float]:
+        fisher, flops = diagonal_fisher(model, items, labels, inputs, self.chunk)
+        if self.kept is not None:
+            fisher = {k: self.decay * self.kept["fisher"][k] + v for k, v in fisher.items()}
+        return {"fisher": fisher, "anchor": _cpu(_params(model))}, flops
+
+    def held_parameters(self) -> int:
+        return 0 if self.kept is None else 2 * sum(v.numel() for v in self.kept["fisher"].values())
+
+
+def diagonal_fisher(
+    model: nn.Module, items: np.ndarray, labels: np.ndarray, inputs: Inputs, chunk: int = 64
+) -> tuple[Tensors, float]:
+    """(mean squared per-item gradient of the cross-entropy at the true labels, FLOPs), the model in eval mode.
+
+    FLOPs: one counted update step on a chunk, per item, times the items (per-item gradients cost a
+    forward and backward pass each).
+    """
+    if len(items) == 0:
+        raise ValueError("the Fisher information needs at least one item")
+    params = {k: v.detach() for k, v in _params(model).items()}
+    buffers = {k: v.detach() for k, v in model.named_buffers()}
+
+    def item_loss(p: Tensors, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return F.cross_entropy(functional_call(model, (p, buffers), (x[None],)), y[None])
+
+    per_item = vmap(grad(item_loss), in_dims=(None, 0, 0))
+    total = {k: torch.zeros_like(v) for k, v in params.items()}
+    flops_per_item = 0.0
+    was_training = model.training
+    model.eval()
+    try:
+        for start in range(0, len(items), chunk):
+            x = inputs(items[start : start + chunk])
+            y = torch.from_numpy(np.asarray(labels[start : start + chunk], dtype=np.int64)).to(x.device)
+            if not flops_per_item:
+                flops_per_item = count_training_flops(model, (x, y)) / len(x)
+            with torch.no_grad():
+                grads = per_item(params, x, y)
+            for k, g in grads.items():
+                total[k] += (g**2).sum(0)
+    finally:
+        model.train(was_training)
+    return {k: (v / len(items)).cpu() for k, v in total.items()}, flops_per_item * len(items)
+
+
+class SI(Term):
+    """Synaptic Intelligence (Zenke et al. 2017): c sum_k Omega_k (theta_k - theta*_k)^2.
+
+    Along each bucket's optimisation path, w_k += -g_k dtheta_k per step (g the gradient of the loss without
+    this penalty); at its end Omega_k += max(0, w_k / (Delta_k^2 + xi)) (Delta the bucket's total change; the
+    clamp keeps importances non-negative) and theta* = the weights. 2 c Omega is capped at `max_curvature`.
+    """
+
+    name = "si"
+
+    def __init__(self, kept: dict | None, strength: float, damping: float, max_curvature: float | None = None) -> None:
+        self.kept, self.strength, self.damping = kept, strength, damping
+        self._h = None if kept is None else _curvature(kept["omega"], 2.0 * strength, max_curvature)
+        self.step_hook = self
+        self._start: Tensors = {}
+        self._before: Tensors = {}
+        self._task_grad: Tensors = {}
+        self._path: Tensors = {}
+
+    def __call__(self, model: nn.Module, x: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
+        if self.kept is None or self._h is None:
+            return _zero(logits)
+        return _quadratic(model, self._h, self.kept["anchor"])
+
+    def start(self, model: nn.Module) -> None:
+        self._start = {k: v.detach().clone() for k, v in _params(model).items()}
+        self._path = {k: torch.zeros_like(v) for k, v in self._start.items()}
+
+    def before_step(self, model: nn.Module) -> None:
+        for name, p in _params(model).items():
+            g = torch.zeros_like(p) if p.grad is None else p.grad.detach().clone()
+            if self.kept is not None and self._h is not None:  # remove this penalty's gradient h (theta - theta*)
+                h, anchor = self._h[name].to(p.device), self.kept["anchor"][name].to(p.device)
+                g -= h * (p.detach() - anchor)
+            self._task_grad[name] = g
+            self._before[name] = p.detach().clone()
+
+    def after_step(self, model: nn.Module) -> None:
+        for name, p in _params(model).items():
+            self._path[name] -= self._task_grad[name] * (p.detach() - self._before[name])
+
+    def finish(
+        self, model: nn.Module, items: np.ndarray, labels: np.ndarray, inputs: Inputs
+    ) -> tuple[dict | None, float]:
+        if not self._path:
+            raise RuntimeError("SI.finish called without start(): the path integral was not recorded")
+        omega = {}
+        for name, p in _params(model).items():
+            delta = p.detach() - self._start[name]
+            new = torch.clamp(self._path[name] / (delta**2 + self.damping), min=0.0).cpu()
+            omega[name] = new if self.kept is None else self.kept["omega"][name] + new
+        return {"omega": omega, "anchor": _cpu(_params(model))}, 0.0
+
+    def held_parameters(self) -> int:
+        size = sum(v.numel() for v in self._start.values()) if self._start else 0
+        kept = 0 if self.kept is None else 2 * sum(v.numel() for v in self.kept["omega"].values())
+        return kept + 4 * size  # start weights, path integral, per-step gradient and weights
+
+
+class LwF(Term):
+    """Learning without Forgetting: alpha T^2 KL(softmax(teacher / T) || softmax(student / T)) on the inputs.
+
+    The teacher is the previous bucket's model (eval mode, frozen); its forward pass runs in every step and is
+    counted in the step's FLOPs.
+    """
+
+    name = "lwf"
+
+    def __init__(self, teacher: nn.Module | None, strength: float, temperature: float = 2.0) -> None:
+        self.teacher, self.strength, self.temperature = teacher, strength, temperature
+        if teacher is not None:
+            teacher.eval()
+            teacher.requires_grad_(False)
+
+    def __call__(self, model: nn.Module, x: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
+        if self.teacher is None:
+            return _zero(logits)
+        with torch.no_grad():
+            target = self.teacher(x)
+        return self.strength * distillation(logits, target, self.temperature)
+
+    def held_parameters(self) -> int:
+        return 0 if self.teacher is None else sum(p.numel() for p in self.teacher.parameters())
+
+
+def distillation(student: torch.Tensor, teacher: torch.Tensor, temperature: float) -> torch.Tensor:
+    """T^2 KL(softmax(teacher / T) || softmax(student / T)), averaged over the batch; 0 when they agree."""
+    t = temperature
+    log_p_student = F.log_softmax(student / t, dim=1)
+    log_p_teacher = F.log_softmax(teacher / t, dim=1)
+    return (t * t) * F.kl_div(log_p_student, log_p_teacher, reduction="batchmean", log_target=True)
+
+
+PENALTIES = ("none", "ewc", "si", "lwf")
+
+__all__ = ["EWC", "PENALTIES", "SI", "LwF", "Term", "diagonal_fisher", "distillation"]

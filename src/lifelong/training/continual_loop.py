@@ -1,0 +1,176 @@
+"""SGD training for the CLEAR continual learners (spec/clear.md section 4): arrays in, model trained in place.
+
+One routine for both regimes: a CNN on uint8 images (augmented with `prepare_batch`) or a linear head on
+float32 features. SGD with momentum, a step decay of the learning rate (x0.1 at `lr_step` of the epochs), an
+optional extra loss term (EWC, SI, LwF) and an optional per-step hook (SI's path integral). FLOPs: one full
+update step (forward + loss with the extra term + backward) counted by FlopCounterMode, times the steps.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+import torch
+from torch import nn
+
+from lifelong.core.tasks import TaskKind
+from lifelong.training.flops import count_training_flops, model_device
+from lifelong.training.inputs import Size, prepare_batch
+from lifelong.training.loop import TrainingLoss, derive_seed
+
+# Stream tags for derive_seed (own numbering: these streams never meet train_model's).
+_ORDER, _AUGMENT = 11, 12
+
+Penalty = Callable[[nn.Module, torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+class StepHook(Protocol):
+    """Called around every optimizer step: `before_step` sees the gradients, `after_step` the updated weights."""
+
+    def before_step(self, model: nn.Module) -> None: ...
+
+    def after_step(self, model: nn.Module) -> None: ...
+
+
+@dataclass
+class ContinualFit:
+    """What one training run cost: steps, batch size, FLOPs of one counted step and in all, mean loss per epoch."""
+
+    steps: int
+    batch_size: int
+    flops_per_step: float
+    train_flops: float
+    epoch_losses: list[float] = field(default_factory=list)
+
+
+def model_inputs(
+    items: np.ndarray,
+    *,
+    channels: int = 3,
+    resolution: Size | None = None,
+    generator: torch.Generator | None = None,
+    flip: bool = True,
+) -> torch.Tensor:
+    """uint8 images -> prepared NCHW float batch (augmented when `generator` is given); float32 features as is."""
+    if items.dtype == np.float32 and items.ndim == 2:
+        return torch.from_numpy(np.ascontiguousarray(items))
+    return prepare_batch(items, channels=channels, size=resolution, generator=generator, flip=flip)
+
+
+def step_lr(epochs: int, lr_step: float) -> int:
+    """The epoch from which the learning rate is divided by 10 (`lr_step` = fraction of the epochs; 1: never)."""
+    if not 0 < lr_step <= 1:
+        raise ValueError(f"lr_step must be in (0, 1] (fraction of the epochs before the x0.1 decay), got {lr_step}")
+    return math.ceil(lr_step * epochs - 1e-9)
+
+
+def train_continual(
+    model: nn.Module,
+    items: np.ndarray,
+    labels: np.ndarray,
+    *,
+    epochs: int,
+    batch_size: int,
+    lr: float,
+    weight_decay: float,
+    seed: int,
+    momentum: float = 0.9,
+    lr_step: float = 0.6,
+    augment: bool = True,
+    flip: bool = True,
+    resolution: Size | None = None,
+    penalty: Penalty | None = None,
+    step_hook: StepHook | None = None,
+) -> ContinualFit:
+    """Train `model` in place on (`items`, int64 `labels`) with SGD + momentum and a x0.1 step at `lr_step`.
+
+    Every step uses exactly min(batch_size, N) items (each epoch a seeded permutation, the incomplete last
+    batch dropped), so FLOPs = one counted step x steps is exact. Images are augmented (random resized crop,
+    mirrored unless `flip` is False) when `augment`; features never are. `penalty(model, x, logits)` is added
+    to the cross-entropy; `step_hook` sees each step (before and after the optimizer update).
+    """
+    items, labels = np.asarray(items), np.asarray(labels, dtype=np.int64)
+    n = len(items)
+    if n == 0 or len(labels) != n:
+        raise ValueError(f"need a non-empty training set with one label per item, got {n} items, {len(labels)} labels")
+    if epochs < 1 or batch_size < 1 or not lr > 0 or weight_decay < 0:
+        raise ValueError(
+            f"need epochs >= 1, batch_size >= 1, lr > 0, weight_decay >= 0; got epochs={epochs}, "
+            f"batch_size={batch_size}, lr={lr}, weight_decay={weight_decay}"
+        )
+    decay_epoch = step_lr(epochs, lr_step)
+    batch = min(batch_size, n)
+    steps_per_epoch = n // batch
+    cross_entropy = TrainingLoss(TaskKind.MULTI_CLASS)
+    device = model_device(model)
+    channels = int(getattr(model, "in_channels", 3))
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.SGD(params, lr=lr, momentum=momentum, weight_decay=weight_decay)
+    generator = torch.Generator().manual_seed(derive_seed(seed, _AUGMENT)) if augment else None
+
+    def loss_fn(x: torch.Tensor) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+        def loss(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+            value = cross_entropy(logits, y)
+            return value if penalty is None else value + penalty(model, x, logits)
+
+        return loss
+
+    flops_per_step: float | None = None
+    losses: list[float] = []
+    step = 0
+    for epoch in range(epochs):
+        for group in optimizer.param_groups:
+            group["lr"] = lr * (0.1 if epoch >= decay_epoch else 1.0)
+        model.train()
+        order = np.random.default_rng(derive_seed(seed, _ORDER, epoch)).permutation(n)
+        epoch_losses = []
+        for start in range(0, steps_per_epoch * batch, batch):
+            idx = order[start : start + batch]
+            x = model_inputs(items[idx], channels=channels, resolution=resolution, generator=generator, flip=flip)
+            x = x.to(device)
+            y = torch.from_numpy(labels[idx]).to(device)
+            if flops_per_step is None:
+                flops_per_step = count_training_flops(model, (x, y), loss_fn=loss_fn(x))
+            loss = loss_fn(x)(model(x), y)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            if step_hook is not None:
+                step_hook.before_step(model)
+            optimizer.step()
+            if step_hook is not None:
+                step_hook.after_step(model)
+            epoch_losses.append(loss.item())
+            step += 1
+        losses.append(float(np.mean(epoch_losses)))
+    assert flops_per_step is not None  # n >= 1 and epochs >= 1, so a step ran
+    return ContinualFit(step, batch, flops_per_step, flops_per_step * step, losses)
+
+
+@torch.no_grad()
+def predict_items(
+    model: nn.Module, items: np.ndarray, batch_size: int = 256, resolution: Size | None = None
+) -> np.ndarray:
+    """Logits [N, C] float32 of `items` (images centre-resized, or features) in order, in eval mode."""
+    device = model_device(model)
+    was_training = model.training
+    model.eval()
+    channels = int(getattr(model, "in_channels", 3))
+    try:
+        out = [
+            model(model_inputs(items[s : s + batch_size], channels=channels, resolution=resolution).to(device))
+            .float()
+            .cpu()
+            for s in range(0, len(items), batch_size)
+        ]
+    finally:
+        model.train(was_training)
+    if not out:
+        raise ValueError("nothing to predict: no items")
+    return torch.cat(out).numpy()
+
+
+__all__ = ["ContinualFit", "Penalty", "StepHook", "model_inputs", "predict_items", "step_lr", "train_continual"]
