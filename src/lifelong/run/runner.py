@@ -45,7 +45,7 @@ class RunSpec:
 
     @property
     def run_id(self) -> str:
-        stream = Path(self.stream).stem if self.stream.endswith((".yaml", ".yml", ".toml")) else self.stream
+        stream = Path(self.stream).stem if self.stream.endswith((".yaml", ".yml", ".toml", ".csv")) else self.stream
         final = "-final" if self.eval_split == "test" else ""
         variant = "".join(f"-{k}={v}" for k, v in sorted(self.stream_options.items()))
         return f"{stream}{variant}-{self.learner}-seed{self.seed}{final}".replace("/", "_")

@@ -57,7 +57,7 @@ def model_inputs(
 ) -> torch.Tensor:
     """uint8 images -> prepared NCHW float batch (augmented when `generator` is given); float32 features as is."""
     if items.dtype == np.float32 and items.ndim == 2:
-        return torch.from_numpy(np.ascontiguousarray(items))
+        return torch.from_numpy(np.array(items, dtype=np.float32))  # a copy: cached feature arrays are read-only
     return prepare_batch(items, channels=channels, size=resolution, generator=generator, flip=flip)
 
 
