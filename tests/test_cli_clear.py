@@ -137,3 +137,32 @@ def test_timestamped_csv_becomes_buckets(tmp_path):
         next(out.glob("photos-num_buckets=4-protocol=iid-nearest-mean-seed0/summary.json")).read_text()
     )
     assert np.array(summary["accuracy_matrix"]).shape == (3, 3)  # bucket 0 is for pretraining only
+
+
+def test_matrix_summary_merges_seeds_run_separately(tmp_path):
+    for seed in (0, 1):
+        result = invoke(
+            "run", "--stream", "clear-mini", *SMALL, "--learner", "nearest-mean", "--seed", seed, "--out", tmp_path
+        )
+        assert result.exit_code == 0, result.output
+    folders = sorted(tmp_path.glob("*-seed[01]"))
+    result = invoke("matrix-summary", *folders, "--out", tmp_path / "summary")
+    assert result.exit_code == 0, result.output
+    merged = json.loads(next((tmp_path / "summary").glob("*-seeds.json")).read_text())
+    accs = [json.loads((f / "summary.json").read_text())["clear_metrics"]["acc"] for f in folders]
+    assert merged["metrics"]["acc"]["mean"] == pytest.approx(np.mean(accs))
+    assert merged["metrics"]["acc"]["n"] == 2
+    result = runner.invoke(app, ["matrix-summary", str(tmp_path)])
+    assert result.exit_code != 0 and "not a finished run folder" in result.output
+
+
+def test_html_report_shows_accuracy_matrices(tmp_path):
+    for protocol in ("iid", "streaming"):
+        args = ("run", "--stream", "clear-mini", *SMALL, "--protocol", protocol, "--learner", "nearest-mean")
+        assert invoke(*args, "--out", tmp_path).exit_code == 0
+    folders = sorted(p for p in tmp_path.iterdir() if p.is_dir())
+    result = invoke("report", *folders, "--out", tmp_path / "report")
+    assert result.exit_code == 0, result.output
+    page = (tmp_path / "report" / "index.html").read_text()
+    assert "Accuracy matrices" in page and "streaming protocol): next_domain" in page
+    assert (tmp_path / "report" / "accuracy_matrix_2.png").stat().st_size > 0

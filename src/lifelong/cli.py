@@ -293,6 +293,20 @@ def pretrain_cli(
     console.print_json(json.dumps(info, default=str))
 
 
+@app.command("matrix-summary")
+def matrix_summary_cli(
+    run_dirs: list[Path] = typer.Argument(..., help="Run folders of one stream, protocol and learner (one per seed)."),
+    out: Path = typer.Option(Path("."), "--out", help="Folder for <group>-seeds.json and its heatmap."),
+) -> None:
+    """Mean +- std over seeds of accuracy-matrix (CLEAR) runs, e.g. seeds run by separate commands."""
+    from lifelong.report.matrix_console import load_matrix_runs, print_matrix_seeds
+
+    try:
+        print_matrix_seeds(load_matrix_runs(run_dirs), out)
+    except (FileNotFoundError, ValueError) as exc:
+        raise fail(exc) from None
+
+
 @app.command("pretrain-ssl")
 def pretrain_ssl_cli(
     out: Path = typer.Option(..., "--out", help="Encoder file to write (e.g. encoders/clear-mini-simclr.pt)."),

@@ -68,7 +68,7 @@ def test_stream_evaluates_every_bucket_after_each_training(protocol):
     rows = [e for e in events if isinstance(e, PredictEvent)]
     assert [(e.after_task_index, e.task_index) for e in rows] == [(i, j) for i in range(n) for j in range(n)]
     assert [e.task.uid for e in events if isinstance(e, TrainEvent)] == ["bucket1", "bucket2", "bucket3"]
-    assert stream.tasks[0].key.year == 2005 and stream.protocol == protocol
+    assert stream.tasks[0].key.year == 2005 and stream.protocol == protocol and stream.name == f"tiny-{protocol}"
     splits = stream.splits(0)
     if protocol == "iid":
         assert len(splits.train_and_dev()) == 21 and len(splits.test) == 9

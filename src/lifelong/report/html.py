@@ -276,6 +276,33 @@ def _regret_section(runs: Sequence[_Run], reference: _Run, out: Path) -> _Sectio
     return section
 
 
+def _matrix_section(runs: Sequence[_Run], out: Path) -> _Section | None:
+    """Accuracy matrices (CLEAR-style runs that evaluate every task after each training event), from the events."""
+    from lifelong.metrics.matrix import clear_metrics, matrix_from_records, reported_metrics
+    from lifelong.report.plots import plot_accuracy_matrix
+
+    matrix_runs = [r for r in runs if r.data.info["stream"].get("evaluation") == "all"]
+    if not matrix_runs:
+        return None
+    section = _Section(
+        "Accuracy matrices",
+        "Accuracy (%) of the model after training bucket i (rows) on the evaluation data of bucket j (columns).",
+    )
+    for i, run in enumerate(matrix_runs, start=1):
+        labels = list(run.data.task_metadata)
+        matrix = matrix_from_records(run.data.records, len(labels))
+        name = f"accuracy_matrix_{i}.png"
+        plot_accuracy_matrix(matrix, out / name, labels=labels, title=run.id)
+        protocol = run.data.info["stream"].get("protocol") or "iid"
+        if np.isfinite(matrix).all():
+            values = clear_metrics(matrix)
+            text = ", ".join(f"{k} {100 * values[k]:.2f}%" for k in reported_metrics(protocol))
+        else:
+            text = "incomplete matrix"
+        section.figures.append((name, f"{run.id} ({protocol} protocol): {text}"))
+    return section
+
+
 def _transfer_rows(runs: Sequence[_Run]) -> tuple[list[dict[str, str]], list[str]]:
     """Forward transfer per run and repeated dataset, and notes on the datasets left out."""
     rows, notes = [], []
@@ -375,7 +402,17 @@ def write_report(
             "runs": _table_rows(runs, fronts),
             "seed_rows": _seed_rows(runs),
             "reference": ref.id,
-            "sections": [compute, per_task, _regret_section(runs, ref, out), _slice_section(runs, out)],
+            "sections": [
+                section
+                for section in (
+                    compute,
+                    per_task,
+                    _matrix_section(runs, out),
+                    _regret_section(runs, ref, out),
+                    _slice_section(runs, out),
+                )
+                if section is not None
+            ],
             "transfer_rows": transfer_rows,
             "transfer_notes": transfer_notes,
         }

@@ -21,8 +21,10 @@ METRIC_NAMES = {
 
 
 def _labels(result: dict) -> list[str]:
+    if result.get("labels"):
+        return list(result["labels"])
     seen: list[str] = []
-    for record in result["records"]:
+    for record in result.get("records", ()):
         if record["type"] == "train" and record["task"] not in seen:
             seen.append(record["task"])
     return seen or [str(i) for i in range(len(result["accuracy_matrix"]))]
@@ -47,6 +49,24 @@ def print_matrix_run(result: dict) -> None:
     if result["events_done"] < result["events_total"]:
         console.print(f"[yellow]stopped after {result['events_done']}/{result['events_total']} events[/]")
     console.print(f"records, accuracy_matrix.csv/.png and checkpoint: {result['path']}")
+
+
+def load_matrix_runs(run_dirs: list[Path]) -> list[dict]:
+    """Finished accuracy-matrix runs from their folders (summary.json + run.json), for a seed summary."""
+    results = []
+    for folder in run_dirs:
+        summary_path, info_path = Path(folder) / "summary.json", Path(folder) / "run.json"
+        if not summary_path.is_file() or not info_path.is_file():
+            raise FileNotFoundError(f"{folder} is not a finished run folder (no summary.json or run.json)")
+        summary = json.loads(summary_path.read_text())
+        if summary.get("accuracy_matrix") is None:
+            raise ValueError(f"{folder} is not an accuracy-matrix run (stream without evaluation of every task)")
+        info = json.loads(info_path.read_text())
+        results.append({**summary, "labels": [t["uid"] for t in info["stream"]["tasks"]]})
+    groups = sorted({group_id(r["run_id"]) for r in results})
+    if len(groups) > 1:
+        raise ValueError(f"these runs belong to different groups (stream, protocol, learner): {groups}")
+    return results
 
 
 def group_id(run_id: str) -> str:

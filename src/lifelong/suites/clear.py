@@ -126,7 +126,10 @@ def temporal_stream(
     resolution: int | None = None,
     name: str | None = None,
 ) -> Stream:
-    """A stream over the labeled buckets of a `lifelong.data.temporal.TemporalSource` under `protocol`."""
+    """A stream over the labeled buckets of a `lifelong.data.temporal.TemporalSource` under `protocol`.
+
+    The stream's name is `<name>-<protocol>` (e.g. clear-mini-iid): runs under the two protocols are not comparable.
+    """
     if protocol not in PROTOCOLS:
         raise ValueError(f"unknown protocol {protocol!r}; choose one of {PROTOCOLS}")
     buckets = tuple(source.labeled_buckets)
@@ -154,7 +157,7 @@ def temporal_stream(
         loader = _BucketLoader(source, key, bucket, protocol, int(split_seed), resolution)
         tasks.append(StreamTask(key, loader, source=source.name))
     return Stream(
-        name or source.name,
+        f"{name or source.name}-{protocol}",  # the protocol is part of the stream: results group by stream
         tasks,
         eval_split=eval_split,
         evaluation="all",
