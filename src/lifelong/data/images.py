@@ -13,6 +13,12 @@ from PIL import Image
 # The file suffixes read as images by folder and manifest sources (case-insensitive).
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm", ".pgm", ".pbm")
 
+
+def is_image_file(path: Path) -> bool:
+    """A visible file whose suffix names an image format (what folder sources load; the rest is ignored)."""
+    return path.suffix.lower() in IMAGE_SUFFIXES and not path.name.startswith(".")
+
+
 _DECODE_ERRORS = (OSError, SyntaxError, ValueError, EOFError, struct.error, Image.DecompressionBombError)
 
 

@@ -26,7 +26,7 @@ from lifelong.learners.buffers import POLICIES, ReplayBuffer
 from lifelong.learners.independent import configure
 from lifelong.learners.penalties import EWC, PENALTIES, SI, LwF, Term
 from lifelong.training.continual_loop import model_inputs, predict_items, step_lr, train_continual
-from lifelong.training.flops import count_inference_flops
+from lifelong.training.flops import architecture_forward_flops
 from lifelong.training.loop import configure_torch_threads, derive_seed, predict_scores
 from lifelong.training.models import ARCHITECTURES, count_parameters, initialise, make_model
 from lifelong.training.recipe import materialize
@@ -154,7 +154,6 @@ class ContinualLearner:
         self.config = configure(self.config_class, config, options, type(self).__name__)  # type: ignore[arg-type]
         self._encoder: nn.Module | None = None
         self._encoder_flops: dict[tuple[int, ...], float] = {}
-        self._forward_flops: dict[tuple, float] = {}
         self._encoded: OrderedDict[bytes, np.ndarray] = OrderedDict()  # frozen encoder: features by item digest
 
     def __repr__(self) -> str:
@@ -217,8 +216,7 @@ class ContinualLearner:
     def _items(self, dataset: Dataset, what: str) -> tuple[np.ndarray, float]:
         """(items of `dataset` for the model: images, or features in the linear regime; encoder FLOPs spent)."""
         data = materialize(dataset)
-        items = data.images
-        is_features = items.ndim == 2 and items.dtype == np.float32
+        items, is_features = data.images, data.is_features
         cfg = self.config
         if not cfg.linear:
             if is_features:
@@ -259,12 +257,11 @@ class ContinualLearner:
 
     def _encoder_forward_flops(self, encoder: nn.Module, image_shape: tuple[int, ...]) -> float:
         """Forward FLOPs of the encoder per image of `image_shape` (counted once per shape)."""
+        from lifelong.training.encoders import encoder_flops
+
         key = tuple(image_shape)
         if key not in self._encoder_flops:
-            size = getattr(encoder, "resolution", None)
-            one = np.zeros((1, *image_shape), np.uint8)
-            x = model_inputs(one, channels=int(getattr(encoder, "in_channels", 3)), resolution=size)
-            self._encoder_flops[key] = count_inference_flops(encoder, x)
+            self._encoder_flops[key] = encoder_flops(encoder, key)
         return self._encoder_flops[key]
 
     def _resolution(self, task: TaskKey) -> int | None:
@@ -411,11 +408,7 @@ class ContinualLearner:
             return (encoder + 2.0 * dim * event.task.num_classes) * len(data)
         resolution = state["resolution"] if state["model"] is not None else self._resolution(event.task)
         height, width = (resolution, resolution) if resolution is not None else shape[:2]
-        key = (cfg.architecture, event.task.num_classes, height, width)
-        if key not in self._forward_flops:
-            model = make_model(cfg.architecture, event.task.num_classes, seed=0)
-            self._forward_flops[key] = count_inference_flops(model, torch.zeros(1, 3, height, width))
-        return self._forward_flops[key] * len(data)
+        return architecture_forward_flops(cfg.architecture, event.task.num_classes, height, width) * len(data)
 
 
 # ---- the named methods ---------------------------------------------------------------------------------------

@@ -14,14 +14,13 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
-import torch
 
 from lifelong.core.datasets import Dataset
 from lifelong.core.events import PredictEvent, TrainEvent
 from lifelong.core.resources import Resources
 from lifelong.core.tasks import TaskKey
 from lifelong.run.executors import Executor, make_executor
-from lifelong.training.flops import count_inference_flops
+from lifelong.training.flops import architecture_forward_flops
 from lifelong.training.hpsearch import SearchSpace, Trial, TrialResult, sample_trials, search
 from lifelong.training.loop import configure_torch_threads, derive_seed, predict_scores
 from lifelong.training.models import ARCHITECTURES, count_parameters, make_model
@@ -178,7 +177,6 @@ class IndependentLearner:
 
     def __init__(self, config: IndependentConfig | None = None, **options: Any) -> None:
         self.config = configure(self.config_class, config, options, type(self).__name__)
-        self._forward_flops: dict[tuple[str, int, int, int], float] = {}  # per-example, by model and input shape
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.config})"
@@ -255,11 +253,8 @@ class IndependentLearner:
         _check_can_predict(event, state)
         resolution = state["resolution"]
         height, width = (resolution, resolution) if resolution is not None else event.dataset.image_shape[:2]
-        key = (state["architecture"], state["num_classes"], height, width)
-        if key not in self._forward_flops:
-            model = make_model(state["architecture"], state["num_classes"], seed=0)
-            self._forward_flops[key] = count_inference_flops(model, torch.zeros(1, model.in_channels, height, width))
-        return self._forward_flops[key] * len(event.dataset)
+        per_item = architecture_forward_flops(state["architecture"], state["num_classes"], height, width)
+        return per_item * len(event.dataset)
 
 
 def _check_can_predict(event: PredictEvent, state: dict[str, Any]) -> None:

@@ -78,7 +78,19 @@ class Term:
         return 0
 
 
-class EWC(Term):
+class _Anchored(Term):
+    """A quadratic pull towards the weights kept after the last bucket (`kept["anchor"]`) with curvature `_h`."""
+
+    kept: dict | None = None
+    _h: Tensors | None = None
+
+    def __call__(self, model: nn.Module, x: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
+        if self.kept is None or self._h is None:
+            return _zero(logits)
+        return _quadratic(model, self._h, self.kept["anchor"])
+
+
+class EWC(_Anchored):
     """Online EWC: (lambda / 2) sum_k F_k (theta_k - theta*_k)^2, F the diagonal empirical Fisher.
 
     F is the mean over the just-finished bucket's items of the squared gradient of log p(y | x) at the true
@@ -98,11 +110,6 @@ class EWC(Term):
     ) -> None:
         self.kept, self.strength, self.decay, self.chunk = kept, strength, decay, chunk
         self._h = None if kept is None else _curvature(kept["fisher"], strength, max_curvature)
-
-    def __call__(self, model: nn.Module, x: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
-        if self.kept is None or self._h is None:
-            return _zero(logits)
-        return _quadratic(model, self._h, self.kept["anchor"])
 
     def finish(
         self, model: nn.Module, items: np.ndarray, labels: np.ndarray, inputs: Inputs
@@ -152,7 +159,7 @@ def diagonal_fisher(
     return {k: (v / len(items)).cpu() for k, v in total.items()}, flops_per_item * len(items)
 
 
-class SI(Term):
+class SI(_Anchored):
     """Synaptic Intelligence (Zenke et al. 2017): c sum_k Omega_k (theta_k - theta*_k)^2.
 
     Along each bucket's optimisation path, w_k += -g_k dtheta_k per step (g the gradient of the loss without
@@ -170,11 +177,6 @@ class SI(Term):
         self._before: Tensors = {}
         self._task_grad: Tensors = {}
         self._path: Tensors = {}
-
-    def __call__(self, model: nn.Module, x: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
-        if self.kept is None or self._h is None:
-            return _zero(logits)
-        return _quadratic(model, self._h, self.kept["anchor"])
 
     def start(self, model: nn.Module) -> None:
         self._start = {k: v.detach().clone() for k, v in _params(model).items()}

@@ -305,7 +305,8 @@ def load_encoder(spec: str | Path, *, resolution: int | None = None, in_channels
     )
 
 
-def _check_images(images: np.ndarray) -> np.ndarray:
+def check_images(images: np.ndarray) -> np.ndarray:
+    """`images` as uint8 [N, H, W, C], else a ValueError saying how to convert them."""
     images = np.asarray(images)
     if images.ndim != 4 or images.dtype != np.uint8:
         raise ValueError(
@@ -315,26 +316,16 @@ def _check_images(images: np.ndarray) -> np.ndarray:
     return images
 
 
-@torch.no_grad()
 def encode(encoder: Encoder, images: np.ndarray, *, batch_size: int = 256) -> np.ndarray:
     """uint8 [N, H, W, C] -> float32 features [N, D] in stored order (eval mode, no gradients; mode restored)."""
-    images = _check_images(images)
+    from lifelong.training.continual_loop import predict_items
+
+    images = check_images(images)
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     if len(images) == 0:
         return np.zeros((0, encoder.feature_dim), dtype=np.float32)
-    device = model_device(encoder)
-    was_training = encoder.training
-    encoder.eval()
-    out = []
-    try:
-        for start in range(0, len(images), batch_size):
-            chunk = images[start : start + batch_size]
-            x = prepare_batch(chunk, channels=encoder.in_channels, size=encoder.resolution).to(device)
-            out.append(encoder(x).float().cpu())
-    finally:
-        encoder.train(was_training)
-    return torch.cat(out).numpy()
+    return predict_items(encoder, images, batch_size, resolution=encoder.resolution)
 
 
 def encoder_flops(encoder: Encoder, image_shape: Sequence[int]) -> float:

@@ -6,6 +6,7 @@ inference FLOPs (reported apart, never part of cFLOP) are the forward count per 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import torch
@@ -87,3 +88,12 @@ def count_inference_flops(model: nn.Module, inputs: torch.Tensor) -> float:
         for module, mode in saved_modes:
             module.train(mode)
     return float(counter.get_total_flops())
+
+
+@functools.cache
+def architecture_forward_flops(architecture: str, num_classes: int, height: int, width: int) -> float:
+    """Forward FLOPs per example of a `models.make_model` architecture on 3-channel height x width inputs (cached)."""
+    from lifelong.training.models import make_model
+
+    model = make_model(architecture, num_classes, seed=0)
+    return count_inference_flops(model, torch.zeros(1, model.in_channels, height, width))

@@ -18,6 +18,7 @@ from torch import nn
 
 from lifelong.core.datasets import Dataset
 from lifelong.core.learner import THREADS_ENV
+from lifelong.core.seeds import derive_seed
 from lifelong.core.tasks import TaskKind
 from lifelong.metrics.classification import task_error
 from lifelong.training.flops import count_training_flops, model_device
@@ -26,14 +27,6 @@ from lifelong.training.schedules import warmup_cosine, warmup_steps_for
 
 # Stream tags for derive_seed: each kind of random choice draws from its own stream.
 _ORDER, _AUGMENT = 1, 2
-
-
-def derive_seed(seed: int, *keys: int) -> int:
-    """A 63-bit seed derived from `seed` and integer `keys`; different keys give independent streams."""
-    values = [int(seed), *(int(k) for k in keys)]
-    if min(values) < 0:
-        raise ValueError(f"seeds and keys must be non-negative integers, got seed={seed}, keys={keys}")
-    return int(np.random.SeedSequence(values).generate_state(1, dtype=np.uint64)[0] >> np.uint64(1))
 
 
 def configure_torch_threads() -> int:

@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from lifelong.run.atomic import atomic_write_bytes
-from lifelong.training.encoders import EncoderCheckpoint
+from lifelong.training.encoders import EncoderCheckpoint, check_images
 from lifelong.training.flops import count_training_flops
 from lifelong.training.inputs import augment, to_input_tensor
 from lifelong.training.loop import configure_torch_threads, derive_seed
@@ -186,12 +186,7 @@ def pretrain_simclr(
     epoch; with `workdir` the run state is saved atomically after each epoch and a later call with the same
     arguments resumes from it (identical final weights, given the same torch thread count).
     """
-    images = np.asarray(images)
-    if images.ndim != 4 or images.dtype != np.uint8:
-        raise ValueError(
-            f"images must be uint8 [N, H, W, C], got {images.dtype} {images.shape}; "
-            "convert with np.asarray(images, dtype=np.uint8) and add a channel axis if missing"
-        )
+    images = check_images(images)
     if len(images) < 2:
         raise ValueError(f"contrastive pretraining needs at least 2 images (one batch of 2), got {len(images)}")
     if epochs < 1 or batch_size < 2 or not lr > 0 or not temperature > 0 or projection_dim < 1 or resolution < 1:

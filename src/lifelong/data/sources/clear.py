@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from lifelong.core.tasks import TaskKind
-from lifelong.data.images import IMAGE_SUFFIXES, decode_files, resize_all
+from lifelong.data.images import IMAGE_SUFFIXES, decode_files, is_image_file, resize_all
 from lifelong.data.labeled import LabeledImages
 from lifelong.data.temporal import (
     CLEAR_EDGES,
@@ -117,11 +117,7 @@ def _int_folders(folder: Path, what: str) -> dict[int, Path]:
 
 
 def _image_files(folder: Path) -> list[Path]:
-    return sorted(
-        p
-        for p in folder.rglob("*")
-        if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES and not p.name.startswith(".")
-    )
+    return sorted(p for p in folder.rglob("*") if p.is_file() and is_image_file(p))
 
 
 def _class_dirs(folder: Path) -> dict[str, Path]:
@@ -289,7 +285,7 @@ class ClearFolder(_FileStream):
         ids: list[str] = []
         if set(files) == {"all"}:
             feats, targets, names = _read_all_pth(files["all"])
-            order = self._class_names_txt() or list(self.class_names)
+            order = self.notes["class_names_txt"] or list(self.class_names)  # read once, at construction
             remap = np.asarray([self.class_names.index(name) for name in order], dtype=np.int64)
             bad = (targets < 0) | (targets >= len(order))
             if bad.any():

@@ -16,6 +16,7 @@ from collections import OrderedDict
 
 import numpy as np
 
+from lifelong.core.seeds import derive_seed
 from lifelong.core.tasks import TaskKind
 from lifelong.data.labeled import LabeledImages
 from lifelong.data.sources.builtin import LETTERS, GlyphStyle, glyph_fonts, render_glyphs
@@ -75,11 +76,6 @@ def _weighted(values: list, weights: np.ndarray, resolution: int = 8) -> tuple:
     """`values` repeated in proportion to `weights` (render_glyphs draws uniformly from a list with repeats)."""
     counts = np.rint(weights / weights.max() * resolution).astype(int)
     return tuple(v for v, c in zip(values, counts, strict=True) for _ in range(c))
-
-
-def _derive(*keys: int) -> int:
-    """A 63-bit seed from integer keys (same keys, same seed; any key changed, an independent stream)."""
-    return int(np.random.SeedSequence([int(k) for k in keys]).generate_state(1, dtype=np.uint64)[0] >> np.uint64(1))
 
 
 class ClearMini:
@@ -176,7 +172,7 @@ class ClearMini:
         accuracy already drops one bucket ahead and keeps decaying steadily after.
         """
         self._check_bucket(bucket)
-        steps = np.random.default_rng(_derive(self.seed, 0, 99)).normal(
+        steps = np.random.default_rng(derive_seed(self.seed, 0, 99)).normal(
             0, _CLASS_WALK, (self.num_buckets, len(LETTERS))
         )
         steps[0] = 0.0
@@ -225,7 +221,7 @@ class ClearMini:
     def _render(self, bucket: int, part: str, n: int, *, balanced: bool) -> LabeledImages:
         """n images of bucket `bucket`: exactly n / 11 per class when balanced, else classes drawn at random."""
         part_key = {"labeled": 1, "unlabeled": 2}[part]
-        rng = np.random.default_rng(_derive(self.seed, bucket, part_key, 0))
+        rng = np.random.default_rng(derive_seed(self.seed, bucket, part_key, 0))
         k = len(self.class_names)
         if balanced:
             counts = np.full(k, n // k)
@@ -243,7 +239,7 @@ class ClearMini:
             if per_letter:
                 letter_style = GlyphStyle.coerce({"class_rotation": self.class_turns(bucket)}, style)
                 drawn = render_glyphs(
-                    "clear-mini", LETTERS, per_letter, _derive(self.seed, bucket, part_key, 1),
+                    "clear-mini", LETTERS, per_letter, derive_seed(self.seed, bucket, part_key, 1),
                     size=self.size, fonts=faces, style=letter_style,
                 )  # fmt: skip
                 for j, cls in enumerate(letter_ids):  # the first count[cls] of each letter (drawn in random order)
@@ -254,7 +250,7 @@ class ClearMini:
             if counts[background]:
                 per_char = math.ceil(counts[background] / len(BACKGROUND_CHARS))
                 drawn = render_glyphs(
-                    "clear-mini", BACKGROUND_CHARS, per_char, _derive(self.seed, bucket, part_key, 2),
+                    "clear-mini", BACKGROUND_CHARS, per_char, derive_seed(self.seed, bucket, part_key, 2),
                     size=self.size, fonts=faces, style=style,
                 )  # fmt: skip
                 take = counts[background]

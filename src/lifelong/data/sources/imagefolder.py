@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from lifelong.core.tasks import TaskKind
-from lifelong.data.images import IMAGE_SUFFIXES, decode_files
+from lifelong.data.images import IMAGE_SUFFIXES, decode_files, is_image_file
 from lifelong.data.labeled import LabeledImages
 
 SPLIT_FOLDERS = {"train": "train", "val": "val", "valid": "val", "validation": "val", "test": "test"}
@@ -57,7 +57,7 @@ def load_image_folder(directory: str | Path, *, skip_corrupt: bool = False, grou
                 )
             for class_dir in class_dirs:
                 files = sorted(p for p in class_dir.rglob("*") if p.is_file())
-                images = [p for p in files if p.suffix.lower() in IMAGE_SUFFIXES and not p.name.startswith(".")]
+                images = [p for p in files if is_image_file(p)]
                 ignored += len(files) - len(images)
                 if not images:
                     raise ValueError(
