@@ -24,7 +24,7 @@ from lifelong.core.datasets import ArrayDataset
 from lifelong.core.learner import THREADS_ENV
 from lifelong.core.tasks import TaskKey
 from lifelong.data.images import resize_all
-from lifelong.run.executors import LocalExecutor, RayExecutor
+from lifelong.core.executors import LocalExecutor, RayExecutor
 from lifelong.training.hpsearch import SearchSpace, identical, sample_trials, search
 from lifelong.training.recipe import FitJob
 

@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from lifelong.bench.cli import bench_app
-from lifelong.terminal import console, fail
+from lifelong.commands.terminal import console, fail
 
 app = typer.Typer(
     help="Lifelong benchmarking of visual learners: task streams, compute-aware results.",
@@ -64,7 +64,7 @@ def run_command(
     ),
 ) -> None:
     """Run a learner over a stream; print per-task errors (or the accuracy matrix) and the stream summary."""
-    from lifelong.run.executors import make_executor
+    from lifelong.core.executors import make_executor
     from lifelong.run.runner import RunExistsError, RunSpec, execute
     from lifelong.suites.clear import PROTOCOLS, is_temporal
 
@@ -360,7 +360,7 @@ def transfer_matrix_cli(
 ) -> None:
     """Accuracy on task j after finetuning from task i's best Independent model, minus Independent on j."""
     from lifelong.analysis.transfer_matrix import transfer_matrix
-    from lifelong.run.atomic import atomic_write_bytes
+    from lifelong.core.files import atomic_write_bytes
     from lifelong.suites import get_stream
 
     try:

@@ -2,7 +2,7 @@
 
 import pytest
 
-from lifelong.run.executors import LocalExecutor, RayExecutor, make_executor
+from lifelong.core.executors import LocalExecutor, RayExecutor, make_executor
 from lifelong.run.runner import RunSpec, execute
 
 MANIFEST = """

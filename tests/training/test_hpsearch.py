@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from lifelong.core import ArrayDataset, TaskKey
-from lifelong.run.executors import LocalExecutor, RayExecutor
+from lifelong.core.executors import LocalExecutor, RayExecutor
 from lifelong.training.hpsearch import SearchSpace, Trial, TrialResult, identical, sample_trials, search
 from lifelong.training.recipe import FitJob
 

@@ -15,20 +15,20 @@ a run with other ones.
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
 import shutil
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from lifelong.core.executors import Executor, make_executor
+from lifelong.core.files import atomic_write_bytes
+from lifelong.core.progress import progress_bar
 from lifelong.core.streams import Stream
 from lifelong.learners.independent import IndependentConfig
-from lifelong.run.atomic import atomic_write_bytes
-from lifelong.run.executors import Executor, make_executor
 from lifelong.training.hpsearch import search
 from lifelong.training.loop import classification_error, configure_torch_threads, derive_seed, predict_scores
 from lifelong.training.models import make_model
@@ -83,20 +83,6 @@ class _Cells:
 
     def trials_dir(self, name: str) -> Path | None:
         return None if self.cache_dir is None else self.cache_dir / "trials" / name
-
-
-@contextlib.contextmanager
-def _progress(enabled: bool, total: int) -> Iterator[Callable[[str], None]]:
-    if not enabled:
-        yield lambda description: None
-        return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    with Progress(
-        TextColumn("[bold]{task.description:<40}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()
-    ) as bar:
-        task_id = bar.add_task("transfer matrix", total=total)
-        yield lambda description: bar.update(task_id, advance=1, description=description)
 
 
 def transfer_matrix(
@@ -166,11 +152,11 @@ def transfer_matrix(
         return result
 
     n = len(uids)
-    with _progress(progress, n * n) as advance:
+    with progress_bar(progress, n * n, description="transfer matrix") as bar:
         independent = []
         for j in range(n):
             independent.append(fit(j, None))
-            advance(f"independent {uids[j]}")
+            bar(1, f"independent {uids[j]}")
         accuracy = [[independent[j]["accuracy"] if i == j else None for j in range(n)] for i in range(n)]
         flops = sum(r["train_flops"] for r in independent)
         for i in range(n):
@@ -179,7 +165,7 @@ def transfer_matrix(
                     cell = fit(j, i)
                     accuracy[i][j] = cell["accuracy"]
                     flops += cell["train_flops"]
-                    advance(f"{uids[i]} -> {uids[j]}")
+                    bar(1, f"{uids[i]} -> {uids[j]}")
     base = [r["accuracy"] for r in independent]
     return {
         **settings,

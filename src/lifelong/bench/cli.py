@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from lifelong.terminal import console, error_console, fail
+from lifelong.commands.terminal import console, error_console, fail
 
 bench_app = typer.Typer(
     help="Lifelong benchmarks: a growing samples x models store with Sort & Search.", no_args_is_help=True

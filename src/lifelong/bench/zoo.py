@@ -36,8 +36,8 @@ from lifelong.core.tasks import TaskKey, TaskKind
 from lifelong.data.dedup import content_hash
 from lifelong.data.labeled import LabeledImages
 from lifelong.data.sources import load_source
-from lifelong.run.atomic import atomic_write_bytes
-from lifelong.run.executors import Executor, make_executor
+from lifelong.core.files import atomic_write_bytes
+from lifelong.core.executors import Executor, make_executor
 from lifelong.training.loop import derive_seed, predict_scores, train_model
 from lifelong.training.models import initialise, resnet
 

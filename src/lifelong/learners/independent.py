@@ -19,7 +19,7 @@ from lifelong.core.datasets import Dataset
 from lifelong.core.events import PredictEvent, TrainEvent
 from lifelong.core.resources import Resources
 from lifelong.core.tasks import TaskKey
-from lifelong.run.executors import Executor, make_executor
+from lifelong.core.executors import Executor, make_executor
 from lifelong.training.flops import architecture_forward_flops
 from lifelong.training.hpsearch import SearchSpace, Trial, TrialResult, sample_trials, search
 from lifelong.training.loop import configure_torch_threads, derive_seed, predict_scores

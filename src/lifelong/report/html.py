@@ -30,7 +30,7 @@ from lifelong.metrics.analysis import (
     summarize_run,
 )
 from lifelong.report.plots import new_figure, note, plain_legend, save_png, set_task_ticks, task_figure
-from lifelong.run.atomic import atomic_write_bytes
+from lifelong.core.files import atomic_write_bytes
 
 INDEX_FILE = "index.html"
 TEMPLATE = "report.html.j2"

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from rich.table import Table
 
-from lifelong.run.atomic import atomic_write_bytes
-from lifelong.terminal import console
+from lifelong.core.files import atomic_write_bytes
+from lifelong.commands.terminal import console
 
 METRIC_NAMES = {
     "in_domain": "in-domain",

@@ -19,7 +19,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from lifelong.metrics.analysis import records_of_type
-from lifelong.run.atomic import atomic_write_bytes
+from lifelong.core.files import atomic_write_bytes
 
 META_TEST_COLOR = "tab:orange"
 META_TRAIN_COLOR = "tab:blue"

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lifelong.run.atomic import atomic_write_bytes
+from lifelong.core.files import atomic_write_bytes
 
 FORMAT_VERSION = 1
 

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import shutil
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from lifelong.core.events import Event, TrainEvent
 from lifelong.core.learner import Learner
+from lifelong.core.progress import progress_bar
 from lifelong.core.streams import Stream
 from lifelong.metrics.base import Metric
 from lifelong.metrics.classification import task_error
@@ -73,9 +73,10 @@ def run(
     pending = events[state.next_event :]
     if stop_after is not None:
         pending = pending[:stop_after]
-    with _progress_bar(progress, len(events), state.next_event) as advance:
-        for event in pending:
-            advance(event)
+    with progress_bar(progress, len(events), done=state.next_event, description="starting") as bar:
+        for number, event in enumerate(pending):
+            verb = "train" if isinstance(event, TrainEvent) else "predict"
+            bar(1 if number else 0, f"{verb} {event.task.uid}")  # the previous event is done
             tick = time.perf_counter()
             _load_task(stream, event)
             data_seconds += time.perf_counter() - tick
@@ -99,6 +100,8 @@ def run(
                 shutil.rmtree(workdir, ignore_errors=True)
             if on_record is not None:
                 on_record(record)
+        if pending:
+            bar(1)
     total = time.perf_counter() - started
     summary: dict = {}
     for metric, metric_state in zip(metrics, state.metric_states, strict=True):
@@ -193,28 +196,3 @@ def _check_same_run(
             f"checkpoint {store.path} belongs to another run ({'; '.join(mismatches)}); "
             "resume with the same stream, learner and seed, or choose another output folder"
         )
-
-
-@contextlib.contextmanager
-def _progress_bar(enabled: bool, total: int, done: int) -> Iterator[Callable[[Event], None]]:
-    if not enabled:
-        yield lambda event: None
-        return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    with Progress(
-        TextColumn("[bold]{task.description:<40}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()
-    ) as bar:
-        task_id = bar.add_task("starting", total=total, completed=done)
-        last: list[Event] = []
-
-        def advance(event: Event) -> None:
-            if last:
-                bar.advance(task_id)
-            last[:] = [event]
-            verb = "train" if isinstance(event, TrainEvent) else "predict"
-            bar.update(task_id, description=f"{verb} {event.task.uid}")
-
-        yield advance
-        if last:
-            bar.advance(task_id)

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from lifelong.run.atomic import atomic_write_bytes
+from lifelong.core.files import atomic_write_bytes
 
 EVENTS_FILE = "events.jsonl"
 DB_FILE = "results.sqlite"

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from lifelong.run.atomic import atomic_write_bytes
+from lifelong.core.files import atomic_write_bytes
 from lifelong.training.flops import count_inference_flops, model_device
 from lifelong.training.inputs import prepare_batch
 from lifelong.training.models import make_model

@@ -21,8 +21,8 @@ import torch
 from lifelong.core.tasks import TaskKey
 from lifelong.data.build import build_task_splits
 from lifelong.data.sources import load_source
-from lifelong.run.atomic import atomic_write_bytes
-from lifelong.run.executors import Executor
+from lifelong.core.files import atomic_write_bytes
+from lifelong.core.executors import Executor
 from lifelong.training.hpsearch import search
 from lifelong.training.loop import configure_torch_threads, derive_seed
 from lifelong.training.relatedness import backbone_state

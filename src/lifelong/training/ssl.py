@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lifelong.run.atomic import atomic_write_bytes
+from lifelong.core.files import atomic_write_bytes
 from lifelong.training.encoders import EncoderCheckpoint, check_images
 from lifelong.training.flops import count_training_flops
 from lifelong.training.inputs import augment, to_input_tensor
