@@ -1,4 +1,4 @@
-"""Measure the beyond-the-paper extensions (lifelong.bench.beyond) on the model zoo's correctness matrix.
+"""Measure the beyond-the-paper extensions (lifelong.sortsearch: intervals, rankings, resort) on a zoo matrix.
 
 1. Interval coverage: seeded half/half splits of the zoo's models (ranking / held-out); for every held-out model,
    the 90% and 95% intervals of its accuracy at n' in {64, 256, 1024, 2048}; the fraction of held-out models whose
@@ -28,16 +28,11 @@ from pathlib import Path
 
 import numpy as np
 
-from lifelong.bench.beyond import (
-    ClusterPredictor,
-    ResortPolicy,
-    compare_rankings,
-    format_coverage,
-    format_rankings,
-    interval_coverage,
-    score_rows,
-    simulate_growth,
-)
+from lifelong.commands.bench_reports import format_coverage, format_rankings
+from lifelong.sortsearch.intervals import interval_coverage
+from lifelong.sortsearch.rankings import ClusterPredictor, compare_rankings, score_rows
+from lifelong.sortsearch.resort import ResortPolicy
+from lifelong.sortsearch.simulation import simulate_growth
 
 COVERAGE_BUDGETS = (64, 256, 1024, 2048)
 RANK_BUDGETS = (1024, 2048, 4096)
@@ -63,7 +58,7 @@ def load(zoo: Path, synthetic: bool) -> tuple[np.ndarray, np.ndarray, str]:
         with (zoo / "samples.csv").open(newline="") as handle:
             domains = np.array([row["domain"] for row in csv.DictReader(handle)])
         return A, domains, f"zoo {zoo}"
-    from lifelong.bench.synthetic import SyntheticBenchmark
+    from lifelong.sortsearch.synthetic import SyntheticBenchmark
 
     bench = SyntheticBenchmark(120, 32000, n_domains=16, seed=0)
     return bench.block(), bench.sample_domains().astype(str), "SyntheticBenchmark(120, 32000, 16 domains, seed 0)"

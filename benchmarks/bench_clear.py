@@ -29,12 +29,12 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from lifelong.core.learner import THREADS_ENV
 from lifelong.data.sources.drifting import ClearMini
-from lifelong.learners.continual import FinetuneLearner
+from lifelong.learners.continual_methods import FinetuneLearner
 from lifelong.suites.clear import temporal_stream
 from lifelong.training.encoders import EncoderCheckpoint, load_encoder, save_encoder
 from lifelong.training.inputs import prepare_batch
+from lifelong.training.loop import set_torch_threads
 from lifelong.training.models import make_model
 
 
@@ -84,8 +84,7 @@ def main() -> None:
     parser.add_argument("--lr", type=float, default=1.0)
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
-    os.environ[THREADS_ENV] = str(args.threads)
-    torch.set_num_threads(args.threads)
+    set_torch_threads(args.threads)
 
     stream = temporal_stream(ClearMini())
     splits = stream.splits(0)

@@ -21,11 +21,11 @@ import numpy as np
 import torch
 
 from lifelong.core.datasets import ArrayDataset
-from lifelong.core.learner import THREADS_ENV
+from lifelong.core.executors import LocalExecutor, RayExecutor
 from lifelong.core.tasks import TaskKey
 from lifelong.data.images import resize_all
-from lifelong.core.executors import LocalExecutor, RayExecutor
 from lifelong.training.hpsearch import SearchSpace, identical, sample_trials, search
+from lifelong.training.loop import set_torch_threads
 from lifelong.training.recipe import FitJob
 
 FASHION_MNIST_DIR = Path("/usr/share/datasets/fashion-mnist")
@@ -74,7 +74,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.quick:
         args.trials, args.epochs, args.images = 4, 1, 500
-    os.environ[THREADS_ENV] = "1"
+    set_torch_threads(1)
 
     source, train, dev = load_task(args.images, args.images // 4)
     # the Independent learner's scaled-down recipe for a 2-core CPU: batches of 16..128, 1 warm-up epoch

@@ -7,7 +7,7 @@
 2. The share of wall time a run spends outside the learner's train/predict, for `environment.run` (with a
    checkpoint store) and `runner.execute` (run folder, SQLite, plots); the target is under 5 %.
 
-Torch runs with LIFELONG_TORCH_THREADS threads (default 1 here; `--threads N` to change), for the pipeline and the
+Torch runs with one thread (`--threads N` to change), for the pipeline and the
 learner alike. Run: python benchmarks/bench_pipeline.py [--quick] [--threads N] [--json PATH]
 """
 
@@ -34,8 +34,8 @@ import torch
 import torch.nn.functional as F
 from PIL import Image
 
+from lifelong.commands.runner import RunSpec, execute
 from lifelong.core.datasets import ArrayDataset
-from lifelong.core.learner import THREADS_ENV
 from lifelong.core.tasks import TaskKey, TaskKind
 from lifelong.data.build import build_task_splits
 from lifelong.data.images import resize_all
@@ -44,11 +44,10 @@ from lifelong.data.sources import load_source
 from lifelong.learners.independent import IndependentLearner
 from lifelong.run.checkpoint import Checkpoint, CheckpointStore
 from lifelong.run.environment import run
-from lifelong.run.runner import RunSpec, execute
 from lifelong.suites import get_stream
 from lifelong.training.flops import count_training_flops
 from lifelong.training.inputs import prepare_batch
-from lifelong.training.loop import configure_torch_threads
+from lifelong.training.loop import set_torch_threads
 from lifelong.training.models import make_model
 
 FASHION_MNIST_DIR = Path("/usr/share/datasets/fashion-mnist")
@@ -376,8 +375,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--threads",
         type=int,
-        help=f"torch intra-op threads, set through {THREADS_ENV} as learners read it (default: that variable, else 1; "
-        "torch's one thread per core stalls badly when other processes share the cores)",
+        default=1,
+        help="torch intra-op threads (default 1: torch's one thread per core stalls badly when other processes share "
+        "the cores)",
     )
     parser.add_argument("--profile", action="store_true", help="cProfile execute() and print where its time goes")
     parser.add_argument("--json", type=Path, help="also write the results as JSON to this path")
@@ -386,9 +386,7 @@ def main(argv: list[str] | None = None) -> int:
     repeats = args.repeats or (1 if args.quick else 3)
     stop_after = args.events if args.events is not None else (2 if args.quick else None)
 
-    if args.threads is not None or not os.environ.get(THREADS_ENV, "").strip():
-        os.environ[THREADS_ENV] = str(1 if args.threads is None else args.threads)
-    threads = configure_torch_threads()
+    threads = set_torch_threads(args.threads)
     started = time.perf_counter()
     results: dict = {
         "python": sys.version.split()[0],

@@ -1,4 +1,4 @@
-"""Benchmark Sort & Search (lifelong.bench) against a straightforward dense NumPy implementation, in the same run.
+"""Benchmark Sort & Search (lifelong.sortsearch) against a straightforward dense NumPy implementation, in the same run.
 
 Data: a planted item-response matrix (model ability vs sample difficulty), R ranking + E evaluated models x N
 samples, written once to a temporary folder as dense uint8 .npy (read by the baseline) and bit-packed .npy
@@ -131,12 +131,12 @@ def base_score(folder: Path, budget: int) -> dict:
     return {"error": err, "aggregate": np.abs(y - a), "kappa": ((1 - err) - pe) / (1 - pe)}
 
 
-# ---------------------------------------------------------------- lifelong.bench
+# ---------------------------------------------------------------- lifelong.sortsearch
 
 
 def _packed(folder: Path, name: str):  # noqa: ANN202 - PackedRows
     """The bit-packed matrix as PackedRows over positioned reads of the .npy file."""
-    from lifelong.bench.bitmatrix import NpyRows, PackedRows
+    from lifelong.sortsearch.bitmatrix import NpyRows, PackedRows
 
     n = int(json.loads((folder / "shape.json").read_text())["n"])
     return PackedRows(NpyRows(folder / f"{name}_packed.npy"), n)
@@ -144,14 +144,14 @@ def _packed(folder: Path, name: str):  # noqa: ANN202 - PackedRows
 
 def ours_sort(folder: Path, budget: int) -> dict:
     """sort_by_sum on the packed ranking matrix (bit-sliced column counts)."""
-    from lifelong.bench.sort import sort_by_sum
+    from lifelong.sortsearch.sort import sort_by_sum
 
     return {"order": sort_by_sum(_packed(folder, "rank"))}
 
 
 def ours_search(folder: Path, budget: int) -> dict:
     """Gather the n' sampled bits per row, DP, extrapolate."""
-    from lifelong.bench.search import dp_threshold, extrapolate, sample_positions
+    from lifelong.sortsearch.search import dp_threshold, extrapolate, sample_positions
 
     rows = _packed(folder, "eval")
     order = np.load(folder / "order_ours.npy")
@@ -162,7 +162,7 @@ def ours_search(folder: Path, budget: int) -> dict:
 
 def ours_score(folder: Path, budget: int) -> dict:
     """step_agreement: the metrics' counts from packed rows, order and thresholds, without building predictions."""
-    from lifelong.bench.metrics import step_agreement
+    from lifelong.sortsearch.row_metrics import step_agreement
 
     order, k = np.load(folder / "order_ours.npy"), np.load(folder / "k_ours.npy")
     agreement = step_agreement(_packed(folder, "eval"), order, k)
@@ -192,8 +192,8 @@ def _peak_rss_bytes() -> int:
 
 def child(side: str, stage: str, folder: Path, budget: int, measure: str, repeats: int) -> None:
     """Run one (side, stage) and print a JSON line: best time, or tracemalloc peak and RSS growth."""
-    import lifelong.bench.metrics  # noqa: F401 - imports are not part of any measurement
-    import lifelong.bench.sort  # noqa: F401
+    import lifelong.sortsearch.row_metrics  # noqa: F401 - imports are not part of any measurement
+    import lifelong.sortsearch.sort  # noqa: F401
 
     fn = RUNNERS[(side, stage)]
     if measure == "time":

@@ -2,7 +2,7 @@
 
 Shape (defaults = the paper's Lifelong-CIFAR10 split): 31,250 models x 1,697,682 samples in 6 domains; 6,000 ranking
 models evaluated on every sample, the other 25,250 inserted at a budget of n' = 2,048 evaluations each. The matrix
-comes from the seeded item-response generator (lifelong.bench.synthetic), block by block; nothing holds more than a
+comes from the seeded item-response generator (lifelong.sortsearch.synthetic), block by block; nothing holds more than a
 few hundred rows at a time.
 
 Stages (each timed, wall and CPU):
@@ -46,13 +46,13 @@ from typing import Any
 
 import numpy as np
 
-from lifelong.bench.bitmatrix import PackedRows, packed_width
-from lifelong.bench.insert import plan_model, sort_store
-from lifelong.bench.metrics import Agreement, agreement, pearson, step_agreement
-from lifelong.bench.search import dp_threshold, extrapolate, predict_rows, scatter
-from lifelong.bench.sort import descending_order
-from lifelong.bench.store import BenchStore
-from lifelong.bench.synthetic import SyntheticBenchmark, lifelong_cifar10_shape
+from lifelong.sortsearch.bitmatrix import PackedRows, packed_width
+from lifelong.sortsearch.insert import plan_model, sort_store
+from lifelong.sortsearch.row_metrics import Agreement, agreement, pearson, step_agreement
+from lifelong.sortsearch.search import dp_threshold, extrapolate, predict_rows, scatter
+from lifelong.sortsearch.sort import descending_order
+from lifelong.sortsearch.store import BenchStore
+from lifelong.sortsearch.synthetic import SyntheticBenchmark, lifelong_cifar10_shape
 
 MIB = 2**20
 GB = 10**9

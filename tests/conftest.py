@@ -1,6 +1,6 @@
 """Test-wide settings: one torch thread per process (runs are reproducible per thread count, and two
 threads spin against each other on a loaded 2-core machine)."""
 
-import os
+from lifelong.training.loop import set_torch_threads
 
-os.environ.setdefault("LIFELONG_TORCH_THREADS", "1")
+set_torch_threads(1)

@@ -8,7 +8,7 @@ from support import write_mnist
 from typer.testing import CliRunner
 
 from lifelong.cli import app
-from lifelong.run.results_store import RunFolder
+from lifelong.results.store import RunFolder
 
 runner = CliRunner()
 TWO_TASKS = """

@@ -12,7 +12,7 @@ from PIL import Image
 from typer.testing import CliRunner
 
 from lifelong.cli import app
-from lifelong.run.results_store import RunFolder
+from lifelong.results.store import RunFolder
 
 runner = CliRunner()
 

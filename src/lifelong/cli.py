@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from lifelong.bench.cli import bench_app
+from lifelong.commands.bench import bench_app
 from lifelong.commands.terminal import console, fail
 
 app = typer.Typer(
@@ -19,6 +19,7 @@ app = typer.Typer(
 )
 data_app = typer.Typer(help="Look at data sources.", no_args_is_help=True)
 app.add_typer(data_app, name="data")
+DATA_ROOT_HELP = "Datasets folder (default: $LIFELONG_DATA, else ~/.lifelong/data)."
 app.add_typer(bench_app, name="bench")
 
 
@@ -54,7 +55,7 @@ def run_command(
     threads: int = typer.Option(
         1, "--threads", min=1, help="Torch threads per run. Same seed + same threads = identical numbers."
     ),
-    data_root: Path = typer.Option(None, "--data-root", help="Datasets folder (default: $LIFELONG_DATA)."),
+    data_root: Path = typer.Option(None, "--data-root", help=DATA_ROOT_HELP),
     allow_missing: bool = typer.Option(False, "--allow-missing", help="Run only the tasks whose data exists."),
     stream_option: list[str] = typer.Option(
         [], "--stream-option", "-s", help="Stream option KEY=VALUE, e.g. ablation=remove-first-30, shuffle_seed=1."
@@ -62,14 +63,23 @@ def run_command(
     protocol: str = typer.Option(
         None, "--protocol", help="Temporal (CLEAR) streams: iid (70/30 per bucket, default) or streaming."
     ),
+    metric: list[str] = typer.Option(
+        [], "--metric", help="Also report this registered metric (entry point group lifelong.metrics), repeatable."
+    ),
 ) -> None:
     """Run a learner over a stream; print per-task errors (or the accuracy matrix) and the stream summary."""
+    from lifelong.commands.run_console import print_run, print_seed_summary
+    from lifelong.commands.runner import RunExistsError, RunSpec, execute
     from lifelong.core.executors import make_executor
-    from lifelong.run.runner import RunExistsError, RunSpec, execute
-    from lifelong.suites.clear import PROTOCOLS, is_temporal
+    from lifelong.suites import classify_stream
+    from lifelong.suites.clear import PROTOCOLS
 
     stream_options = _parse_options(stream_option)
-    if is_temporal(stream):
+    try:
+        temporal = classify_stream(stream).is_temporal
+    except ValueError as exc:
+        raise fail(exc) from None
+    if temporal:
         stream_options.setdefault("protocol", protocol or "iid")
         if stream_options["protocol"] not in PROTOCOLS:
             raise fail(f"unknown protocol {stream_options['protocol']!r}; choose one of {PROTOCOLS}")
@@ -91,6 +101,7 @@ def run_command(
             data_root=str(data_root) if data_root else None,
             allow_missing=allow_missing,
             stream_options=stream_options,
+            metrics=tuple(metric),
         )
         for s in range(seed, seed + seeds)
     ]
@@ -106,7 +117,7 @@ def run_command(
     except (RunExistsError, FileNotFoundError, ValueError, ImportError) as exc:
         raise fail(exc) from None
     if results and results[0].get("accuracy_matrix") is not None:
-        from lifelong.report.matrix_console import print_matrix_run, print_matrix_seeds
+        from lifelong.commands.accuracy_matrix_console import print_matrix_run, print_matrix_seeds
 
         for result in results:
             print_matrix_run(result)
@@ -114,64 +125,18 @@ def run_command(
             print_matrix_seeds(results, out)
         return
     for result in results:
-        _print_run(result)
+        print_run(result)
     if len(results) > 1:
-        _print_seed_summary(results)
-
-
-def _print_run(result: dict) -> None:
-    table = Table(title=f"{result['run_id']}  ({result['path']})")
-    for column in ("#", "task", "year", "kind", "meta-test", "error", "cum. train FLOPs"):
-        table.add_column(column, justify="right" if column in ("#", "error", "cum. train FLOPs") else "left")
-    for record in result["records"]:
-        if record["type"] != "predict":
-            continue
-        table.add_row(
-            str(record["event"] // 2),
-            record["task"],
-            str(record["year"] or ""),
-            record["task_kind"],
-            "yes" if record["meta_test"] else "",
-            f"{record['error']:.4f}",
-            f"{record['cumulative_train_flops']:.3e}",
-        )
-    console.print(table)
-    mean, meta = result["mean_error"], result["meta_test_mean_error"]
-    console.print(
-        f"mean error {mean:.4f} over {result['num_evaluated_tasks']} tasks"
-        + (f"; meta-test mean error {meta:.4f} over {result['num_meta_test_tasks']} tasks" if meta is not None else "")
-        + f"; cumulative training FLOPs {result['cumulative_train_flops']:.3e}"
-    )
-    if result.get("tasks_missing"):
-        missing = result["tasks_missing"]
-        console.print(f"[yellow]{len(missing)} task(s) without data were left out[/] (--allow-missing): {missing[:8]}")
-    if result["corrupt_skipped"]:
-        console.print(f"[yellow]{result['corrupt_skipped']} corrupt image(s) skipped[/] (per task: events.jsonl)")
-    if result["skipped_labels"]:
-        console.print(f"{result['skipped_labels']} label(s) had no positive in their split (left out of mAP)")
-    if result["events_done"] < result["events_total"]:
-        console.print(f"[yellow]stopped after {result['events_done']}/{result['events_total']} events[/]")
-    console.print(f"records, plots and checkpoint: {result['path']}")
-
-
-def _print_seed_summary(results: list[dict]) -> None:
-    import numpy as np
-
-    errors = np.array([r["mean_error"] for r in results], dtype=float)
-    flops = np.array([r["cumulative_train_flops"] for r in results], dtype=float)
-    console.print(
-        f"over {len(results)} seeds: mean error {errors.mean():.4f} +- {errors.std(ddof=1):.4f}, "
-        f"cumulative training FLOPs {flops.mean():.3e} +- {flops.std(ddof=1):.2e}"
-    )
+        print_seed_summary(results)
 
 
 @app.command("streams")
 def streams_command(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """List the built-in streams with task, meta-train and meta-test counts."""
-    from lifelong.suites import STREAMS, describe_stream, get_stream
+    from lifelong.suites import describe_stream, get_stream, stream_descriptions
 
     rows = []
-    for name, (_, desc) in STREAMS.items():
+    for name, desc in stream_descriptions().items():
         try:
             rows.append({**describe_stream(get_stream(name)), "description": desc})
         except FileNotFoundError:  # a stream read from a data folder that is not there (e.g. clear)
@@ -229,11 +194,11 @@ def data_inspect_command(
 @data_app.command("status")
 def data_status_command(
     stream: str = typer.Option("nevis-full", "--stream", help="A stream name, e.g. nevis-full or nevis-short."),
-    data_root: Path = typer.Option(None, "--data-root", help="Datasets folder (default: $LIFELONG_DATA)."),
+    data_root: Path = typer.Option(None, "--data-root", help=DATA_ROOT_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Which tasks of a stream have data, which are missing, and what to provide for each."""
-    from lifelong.suites.availability import data_status
+    from lifelong.suites.nevis import data_status
 
     try:
         rows = data_status(stream, data_root)
@@ -264,10 +229,10 @@ def report_command(
     reference: str = typer.Option(None, "--reference", help="Run id or learner for regret (default: independent)."),
 ) -> None:
     """One HTML page comparing runs: error vs cFLOP with the Pareto front, per-task error, regret, slices."""
-    from lifelong.report.html import report_command as write
+    from lifelong.report.html import write_report
 
     try:
-        page = write(run_dirs, out, reference)
+        page = write_report(run_dirs, out, reference=reference)
     except (FileNotFoundError, ValueError) as exc:
         raise fail(exc) from None
     console.print(f"report: {page}")
@@ -284,7 +249,7 @@ def pretrain_cli(
     option: list[str] = typer.Option([], "--option", "-o", help="Source option KEY=VALUE, e.g. n_per_class=300."),
 ) -> None:
     """Train a model on a dataset and save a checkpoint for `--learner pretrained -o checkpoint=PATH`."""
-    from lifelong.training.pretrain import pretrain_command
+    from lifelong.commands.pretraining import pretrain_command
 
     try:
         info = pretrain_command(source, out, architecture, epochs, resolution, seed, _parse_options(option))
@@ -299,7 +264,8 @@ def matrix_summary_cli(
     out: Path = typer.Option(Path("."), "--out", help="Folder for <group>-seeds.json and its heatmap."),
 ) -> None:
     """Mean +- std over seeds of accuracy-matrix (CLEAR) runs, e.g. seeds run by separate commands."""
-    from lifelong.report.matrix_console import load_matrix_runs, print_matrix_seeds
+    from lifelong.commands.accuracy_matrix_console import print_matrix_seeds
+    from lifelong.results import load_matrix_runs
 
     try:
         print_matrix_seeds(load_matrix_runs(run_dirs), out)
@@ -324,7 +290,7 @@ def pretrain_ssl_cli(
 
     Interrupted? Run the same command again: it resumes from OUT.work after the last finished epoch.
     """
-    from lifelong.suites.clear import pretrain_ssl_command
+    from lifelong.commands.pretraining import pretrain_ssl_command
 
     try:
         info = pretrain_ssl_command(
@@ -356,12 +322,12 @@ def transfer_matrix_cli(
     trials: int = typer.Option(1, "--trials", min=1),
     seed: int = typer.Option(0, "--seed"),
     executor: str = typer.Option("local", "--executor", help="local or ray."),
-    data_root: Path = typer.Option(None, "--data-root", help="Datasets folder (default: $LIFELONG_DATA)."),
+    data_root: Path = typer.Option(None, "--data-root", help=DATA_ROOT_HELP),
 ) -> None:
     """Accuracy on task j after finetuning from task i's best Independent model, minus Independent on j."""
-    from lifelong.analysis.transfer_matrix import transfer_matrix
     from lifelong.core.files import atomic_write_bytes
     from lifelong.suites import get_stream
+    from lifelong.training.transfer_matrix import transfer_matrix
 
     try:
         built = get_stream(stream, data_root=str(data_root) if data_root else None, allow_missing=False)
@@ -393,7 +359,8 @@ def results_command(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """List the runs recorded in a results directory, with their summaries."""
-    from lifelong.run.results_store import ResultsDB
+    from lifelong.commands.run_console import print_results
+    from lifelong.results.store import ResultsDB
 
     if not (out / "results.sqlite").exists():
         raise fail(f"no results database in {out}; run `lifelong run --out {out}` first")
@@ -401,28 +368,7 @@ def results_command(
     if as_json:
         typer.echo(json.dumps(runs, indent=2, default=str))
         return
-    table = Table(title=f"runs in {out}")
-    for column in ("run", "status", "stream", "learner", "seed", "mean error", "meta-test error", "train FLOPs"):
-        table.add_column(column)
-    for row in runs:
-        s = row.get("summary") or {}
-        table.add_row(
-            row["run_id"],
-            row["status"],
-            row["stream"],
-            row["learner"],
-            str(row["seed"]),
-            _fmt(s.get("mean_error")),
-            _fmt(s.get("meta_test_mean_error")),
-            _fmt(s.get("cumulative_train_flops"), "e"),
-        )
-    console.print(table)
-
-
-def _fmt(value, style: str = "f") -> str:
-    if value is None:
-        return "-"
-    return f"{value:.3e}" if style == "e" else f"{value:.4f}"
+    print_results(runs, out)
 
 
 if __name__ == "__main__":

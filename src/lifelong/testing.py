@@ -1,10 +1,17 @@
-"""Conformance check a third-party learner runs on itself, and the tiny in-memory stream it uses."""
+"""Conformance checks a third-party learner runs on itself, and the tiny in-memory stream they use.
+
+Shaped like scikit-learn's estimator checks: one function per rule (`LEARNER_CHECKS`), `check_learner` to run
+them all and report every failure at once, and `parametrize_with_checks` for one pytest case per rule.
+"""
 
 from __future__ import annotations
 
 import functools
 import pickle
-from collections.abc import Callable
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -17,7 +24,14 @@ from lifelong.core.tasks import TaskKey, TaskKind
 
 
 class LearnerCheckError(AssertionError):
-    """The learner broke the protocol; the message says which rule and where."""
+    """The learner broke the protocol; the message names each failed rule and where it failed.
+
+    `failures` maps each failed rule's name to its message (one entry from a rule, all of them from check_learner).
+    """
+
+    def __init__(self, message: str, failures: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.failures = dict(failures or {})
 
 
 def _bar_images(rng: np.random.Generator, labels: np.ndarray, num_classes: int, size: int) -> np.ndarray:
@@ -59,59 +73,300 @@ def tiny_stream(n_per_task: int = 120, seed: int = 0) -> Stream:
     return Stream("tiny", tasks, meta_test_from_year=2001)
 
 
-def check_learner(learner: Learner, *, seed: int = 0, stream: Callable[..., Stream] | None = None) -> dict:
-    """Run `learner` through the protocol on a tiny stream; raise LearnerCheckError on the first violation.
+StreamFactory = Callable[..., Stream]
+Check = Callable[..., None]
+
+_PROTOCOL_METHODS = ("init", "train", "predict")
+
+
+def _label(learner: object) -> str:
+    """The learner's `name` where it is a string, else its class name: how messages and test ids refer to it."""
+    try:
+        name = learner.name  # type: ignore[attr-defined]
+    except Exception:  # missing, or a property that raises: check_has_name reports it
+        name = None
+    return name if isinstance(name, str) and name else type(learner).__name__
+
+
+def _error(rule: str, message: str) -> LearnerCheckError:
+    return LearnerCheckError(f"{rule}: {message}", {rule: message})
+
+
+def _missing_methods(learner: object) -> list[str]:
+    return [m for m in _PROTOCOL_METHODS if not callable(getattr(learner, m, None))]
+
+
+@dataclass
+class _Pass:
+    """One pass of the learner over the check stream's events, outside the environment: what it returned."""
+
+    predictions: list[tuple[str, np.ndarray]] = field(default_factory=list)  # (event name, predictions)
+    returned: list[tuple[str, object]] = field(default_factory=list)  # (event name, train's second element)
+    failure: str | None = None  # where and why the pass stopped early
+    pickle_failure: bool = False  # it stopped because the state did not go through pickle
+
+
+class _Context:
+    """The work the rules share for one (learner, seed, stream): one environment run and three passes, done lazily."""
+
+    def __init__(self, learner: Learner, seed: int, make_stream: StreamFactory) -> None:
+        self.learner, self.seed, self.make_stream = learner, seed, make_stream
+
+    @functools.cached_property
+    def run(self) -> tuple[str, dict | None, Exception | None]:
+        """(stream name, the run's summary or None, the exception the run raised or None)."""
+        from lifelong.run.environment import run
+
+        stream = self.make_stream(seed=self.seed)
+        try:
+            return stream.name, run(self.learner, stream, seed=self.seed).summary, None
+        except Exception as exc:  # whatever the learner breaks is a finding of check_runs_in_environment
+            return stream.name, None, exc
+
+    @functools.cached_property
+    def events(self) -> list:
+        return self.make_stream(seed=self.seed).events()  # one stream: the passes share its loaded data
+
+    @functools.cached_property
+    def first(self) -> _Pass:
+        return self._pass(through_pickle=False)
+
+    @functools.cached_property
+    def second(self) -> _Pass:
+        return self._pass(through_pickle=False)
+
+    @functools.cached_property
+    def resumed(self) -> _Pass:
+        return self._pass(through_pickle=True)
+
+    def _pass(self, *, through_pickle: bool) -> _Pass:
+        """init, then every event in order; `through_pickle` round-trips the state before each event and after
+        the last, as resuming from a checkpoint there would."""
+        out = _Pass()
+        missing = _missing_methods(self.learner)
+        if missing:
+            out.failure = f"cannot run: no callable {', '.join(missing)} (see check_has_protocol_methods)"
+            return out
+        try:
+            state = self.learner.init(self.seed)
+        except Exception as exc:
+            out.failure = f"init({self.seed}) raised {type(exc).__name__}: {exc}"
+            return out
+        for event in [*self.events, None]:
+            if through_pickle:
+                where = f"before {event.name}" if event is not None else "after the last event"
+                try:
+                    state = pickle.loads(pickle.dumps(state))
+                except Exception as exc:
+                    out.failure = f"the state did not go through pickle {where}: {type(exc).__name__}: {exc}"
+                    out.pickle_failure = True
+                    return out
+            if event is None:
+                return out
+            try:
+                if isinstance(event, TrainEvent):
+                    returned = self.learner.train(event, state)
+                    try:
+                        state, resources = returned
+                    except (TypeError, ValueError):
+                        out.failure = f"{event.name}: train must return (state, Resources), got {returned!r:.80}"
+                        return out
+                    out.returned.append((event.name, resources))
+                elif isinstance(event, PredictEvent):
+                    out.predictions.append((event.name, np.array(self.learner.predict(event, state))))
+            except Exception as exc:
+                out.failure = f"{event.name} raised {type(exc).__name__}: {exc}"
+                return out
+        return out
+
+
+_CONTEXTS: OrderedDict[tuple, _Context] = OrderedDict()
+_CONTEXTS_KEPT = 2  # parametrized cases run learner by learner, so the last two contexts cover reuse
+
+
+def _context_key(learner: Learner, seed: int, stream: StreamFactory | None) -> tuple:
+    return id(learner), seed, stream or tiny_stream
+
+
+def _context(learner: Learner, seed: int, stream: StreamFactory | None) -> _Context:
+    """The shared work for this learner object, seed and stream factory: cached so that rules run apart reuse it."""
+    key = _context_key(learner, seed, stream)
+    context = _CONTEXTS.get(key)
+    if context is None or context.learner is not learner:
+        context = _CONTEXTS[key] = _Context(learner, seed, stream or tiny_stream)
+    _CONTEXTS.move_to_end(key)
+    while len(_CONTEXTS) > _CONTEXTS_KEPT:
+        _CONTEXTS.popitem(last=False)
+    return context
+
+
+def _first_difference(a: _Pass, b: _Pass) -> str | None:
+    """Where two completed passes first predicted differently, and by how much; None if they agree everywhere."""
+    for (event, x), (_, y) in zip(a.predictions, b.predictions, strict=True):
+        if np.array_equal(x, y):
+            continue
+        if x.shape != y.shape:
+            return f"{event}: prediction shapes {x.shape} vs {y.shape}"
+        try:
+            return f"{event}: largest difference {float(np.max(np.abs(x.astype(float) - y.astype(float)))):.3g}"
+        except (TypeError, ValueError):
+            return f"{event}: predictions differ"
+    return None
+
+
+def check_has_protocol_methods(learner: Learner, *, seed: int = 0, stream: StreamFactory | None = None) -> None:
+    """`init`, `train` and `predict` are callable: the environment calls nothing else (see lifelong.core.Learner)."""
+    missing = _missing_methods(learner)
+    if missing:
+        methods = ", ".join(f"`{m}`" for m in missing)
+        raise _error(
+            "check_has_protocol_methods",
+            f"learner {learner!r} has no callable {methods} method (see lifelong.core.Learner)",
+        )
+
+
+def check_has_name(learner: Learner, *, seed: int = 0, stream: StreamFactory | None = None) -> None:
+    """`name` is a string: records, checkpoints and reports are labelled with it."""
+    try:
+        name = learner.name
+    except Exception as exc:  # a missing attribute, or a property that raises
+        name, found = None, f"getting it raised {type(exc).__name__}: {exc}"
+    else:
+        found = f"has {type(name).__name__} {name!r}"
+    if not isinstance(name, str):
+        raise _error("check_has_name", f"learner {learner!r} needs a string `name` attribute; {found}")
+
+
+def check_runs_in_environment(learner: Learner, *, seed: int = 0, stream: StreamFactory | None = None) -> None:
+    """A whole run through lifelong.run.environment passes its output validation (prediction shapes, ranges)."""
+    stream_name, _, error = _context(learner, seed, stream).run
+    if error is not None:
+        raise _error(
+            "check_runs_in_environment",
+            f"learner {_label(learner)!r} failed on the check stream {stream_name!r}: {error}",
+        )
+
+
+def check_train_returns_resources(learner: Learner, *, seed: int = 0, stream: StreamFactory | None = None) -> None:
+    """Every `train` call returns (state, Resources): the environment counts compute from the Resources."""
+    done = _context(learner, seed, stream).first
+    for event, resources in done.returned:
+        if not isinstance(resources, Resources):
+            raise _error(
+                "check_train_returns_resources",
+                f"{event}: train must return (state, Resources), got {type(resources).__name__} as the second element",
+            )
+    if done.failure is not None:
+        raise _error("check_train_returns_resources", f"could not check every train event: {done.failure}")
+
+
+def check_state_picklable(learner: Learner, *, seed: int = 0, stream: StreamFactory | None = None) -> None:
+    """The state pickles and unpickles after init and after every event: the environment checkpoints it there."""
+    done = _context(learner, seed, stream).resumed
+    if done.pickle_failure:
+        raise _error("check_state_picklable", f"{done.failure} (the environment checkpoints it after every event)")
+    if done.failure is not None:
+        raise _error("check_state_picklable", f"could not check every state: {done.failure}")
+
+
+def check_same_seed_same_predictions(learner: Learner, *, seed: int = 0, stream: StreamFactory | None = None) -> None:
+    """Two runs with the same seed give identical predictions: results must be reproducible from the seed."""
+    context = _context(learner, seed, stream)
+    for done in (context.first, context.second):
+        if done.failure is not None:
+            raise _error("check_same_seed_same_predictions", f"could not run the learner twice: {done.failure}")
+    difference = _first_difference(context.first, context.second)
+    if difference is not None:
+        raise _error(
+            "check_same_seed_same_predictions",
+            f"two runs with seed {seed} gave different predictions; first at {difference}",
+        )
+
+
+def check_predictions_survive_pickle(learner: Learner, *, seed: int = 0, stream: StreamFactory | None = None) -> None:
+    """Predictions are unchanged when the state goes through pickle before every event: resumed runs match."""
+    context = _context(learner, seed, stream)
+    resumed, first = context.resumed, context.first
+    if resumed.pickle_failure:
+        raise _error(
+            "check_predictions_survive_pickle", f"cannot resume: {resumed.failure} (see check_state_picklable)"
+        )
+    for done in (first, resumed):
+        if done.failure is not None:
+            raise _error("check_predictions_survive_pickle", f"could not run the learner: {done.failure}")
+    difference = _first_difference(first, resumed)
+    if difference is not None:
+        second = context.second
+        also = (
+            "; two uninterrupted runs differ too (see check_same_seed_same_predictions)"
+            if second.failure is not None or _first_difference(first, second) is not None
+            else ""
+        )
+        raise _error(
+            "check_predictions_survive_pickle",
+            f"predictions changed after the state went through pickle (checkpoint/resume); first at {difference}{also}",
+        )
+
+
+LEARNER_CHECKS: tuple[Check, ...] = (
+    check_has_protocol_methods,
+    check_has_name,
+    check_runs_in_environment,
+    check_train_returns_resources,
+    check_state_picklable,
+    check_same_seed_same_predictions,
+    check_predictions_survive_pickle,
+)
+
+
+def check_learner(learner: Learner, *, seed: int = 0, stream: StreamFactory | None = None) -> dict:
+    """Run every rule in LEARNER_CHECKS on `learner`; raise one LearnerCheckError listing every failed rule.
 
     `stream(seed=...)` builds the stream to check on (default `tiny_stream`, whose tasks differ in label space;
-    learners that need one fixed label space pass a stream that has one).
-
-    Checks: the protocol methods exist; a whole run passes the environment's output validation; states
-    pickle (the environment checkpoints them); train returns Resources; the same seed gives identical
-    predictions, also after the state went through pickle (so resumed runs match uninterrupted ones).
-    Returns the run summary.
+    learners that need one fixed label space pass a stream that has one). Returns the run summary.
     """
-    from lifelong.run.environment import run
-
-    make_stream = stream or tiny_stream
-    for method in ("init", "train", "predict"):
-        if not callable(getattr(learner, method, None)):
-            raise LearnerCheckError(
-                f"learner {learner!r} has no callable `{method}` method (see lifelong.core.Learner)"
-            )
-    if not isinstance(getattr(learner, "name", None), str):
-        raise LearnerCheckError(f"learner {learner!r} needs a string `name` attribute")
+    key = _context_key(learner, seed, stream)
+    _CONTEXTS.pop(key, None)  # fresh work for every call: the learner may have changed since a cached run
+    failures: dict[str, str] = {}
     try:
-        result = run(learner, make_stream(seed=seed), seed=seed)
-    except Exception as exc:
-        raise LearnerCheckError(f"learner {learner.name!r} failed on the tiny stream: {exc}") from exc
-
-    events = make_stream(seed=seed).events()
-    first = _predictions_after(learner, events, seed, through_pickle=False)
-    again = _predictions_after(learner, events, seed, through_pickle=False)
-    resumed = _predictions_after(learner, events, seed, through_pickle=True)
-    for (event, a), (_, b), (_, c) in zip(first, again, resumed, strict=True):
-        if not np.array_equal(a, b):
-            raise LearnerCheckError(f"{event.name}: two runs with seed {seed} gave different predictions")
-        if not np.array_equal(a, c):
-            raise LearnerCheckError(
-                f"{event.name}: predictions changed after the state went through pickle (checkpoint/resume)"
-            )
-    return result.summary
-
-
-def _predictions_after(learner: Learner, events: list, seed: int, *, through_pickle: bool) -> list:
-    state = learner.init(seed)
-    out = []
-    for event in events:
-        if through_pickle:
+        for rule in LEARNER_CHECKS:
             try:
-                state = pickle.loads(pickle.dumps(state))
-            except Exception as exc:
-                raise LearnerCheckError(f"learner state is not picklable before {event.name}: {exc}") from exc
-        if isinstance(event, TrainEvent):
-            state, resources = learner.train(event, state)
-            if not isinstance(resources, Resources):
-                raise LearnerCheckError(f"{event.name}: train must return (state, Resources), got {type(resources)}")
-        elif isinstance(event, PredictEvent):
-            out.append((event, np.asarray(learner.predict(event, state))))
-    return out
+                rule(learner, seed=seed, stream=stream)
+            except LearnerCheckError as exc:
+                failures.update(exc.failures or {rule.__name__: str(exc)})
+        summary = _context(learner, seed, stream).run[1]
+    finally:
+        _CONTEXTS.pop(key, None)
+    if failures:
+        listing = "\n".join(f"- {rule}: {message}" for rule, message in failures.items())
+        raise LearnerCheckError(
+            f"learner {_label(learner)!r} failed {len(failures)} of {len(LEARNER_CHECKS)} rules:\n{listing}", failures
+        )
+    assert summary is not None  # check_runs_in_environment passed
+    return summary
+
+
+def _bind(rule: Check, stream: StreamFactory | None) -> Check:
+    """`rule` with the stream factory bound, keeping the rule's name (for test ids and listings)."""
+    if stream is None:
+        return rule
+    bound = functools.partial(rule, stream=stream)
+    functools.update_wrapper(bound, rule)
+    return bound
+
+
+def parametrize_with_checks(
+    learners: Iterable[Learner], *, stream: StreamFactory | None = None, generate_only: bool = False
+) -> Any:
+    """A pytest.mark.parametrize over ("learner", "check"): one case per learner and rule, id `name-rule`.
+
+    Use as `@parametrize_with_checks([MyLearner()])` on `def test_conformance(learner, check): check(learner)`.
+    `generate_only=True` returns the (learner, check) pairs instead, and needs no pytest.
+    """
+    pairs = [(learner, _bind(rule, stream)) for learner in learners for rule in LEARNER_CHECKS]
+    if generate_only:
+        return pairs
+    import pytest  # only here: lifelong.testing imports without pytest
+
+    ids = [f"{_label(learner)}-{check.__name__}" for learner, check in pairs]
+    return pytest.mark.parametrize("learner, check", pairs, ids=ids)

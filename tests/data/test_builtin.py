@@ -8,7 +8,7 @@ from sklearn.neighbors import NearestCentroid
 
 from lifelong.core.tasks import TaskKind
 from lifelong.data.sources import BUILTIN_SOURCES, load_source
-from lifelong.data.sources.builtin import CHARS, GlyphStyle, chars, glyph_fonts, letters
+from lifelong.data.sources.glyphs import CHARS, GlyphStyle, chars, glyph_fonts, letters
 
 EXPECTED = {  # name: (n_per_class used here, image shape, number of classes)
     "digits": (30, (8, 8, 1), 10),

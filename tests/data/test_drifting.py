@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lifelong.data.sources.builtin import GlyphStyle, letters
 from lifelong.data.sources.drifting import BACKGROUND, ClearMini
+from lifelong.data.sources.glyphs import GlyphStyle, letters
 from lifelong.data.temporal import TemporalSource
 
 

@@ -15,9 +15,8 @@ from lifelong.core.datasets import ArrayDataset
 from lifelong.core.events import PredictEvent, TrainEvent
 from lifelong.core.streams import Stream, StreamTask, TaskSplits
 from lifelong.core.tasks import TaskKey, TaskKind
-from lifelong.learners.continual import (
-    ContinualConfig,
-    ContinualLearner,
+from lifelong.learners.continual import ContinualConfig, ContinualLearner
+from lifelong.learners.continual_methods import (
     ERLearner,
     EWCLearner,
     FinetuneLearner,

@@ -5,12 +5,13 @@ import pytest
 import torch
 
 import lifelong.learners.independent as independent
+from lifelong.commands.pretraining import pretrain_command
 from lifelong.core import ArrayDataset, TaskKey, TrainEvent
 from lifelong.learners import make_learner
 from lifelong.learners.pretrained import PretrainedFinetuneKnnLearner, PretrainedLearner
 from lifelong.testing import check_learner
 from lifelong.training.models import count_parameters, make_model
-from lifelong.training.pretrain import load_pretrained, pretrain, pretrain_command
+from lifelong.training.pretrain import load_pretrained, pretrain
 from lifelong.training.relatedness import RANDOM_INIT
 
 TINY = {"resolution": None, "epochs": 1, "min_batch_size": 16, "max_batch_size": 32}

@@ -19,12 +19,10 @@ from lifelong.metrics import (
     forward_transfer,
     forward_transfer_details,
     pareto_front,
-    read_run,
     regret_curve,
     slices,
-    summarize_runs,
 )
-from lifelong.run.results_store import RunFolder
+from lifelong.results import RunFolder, read_run, summarize_runs
 
 # (name, year, domain, occurrence, evaluation items): a stream whose last two tasks repeat earlier datasets
 TASKS = [

@@ -9,7 +9,7 @@ import pytest
 from metrics.test_analysis import TASKS, write_run
 from PIL import Image
 
-from lifelong.report.html import report_command, write_report
+from lifelong.report.html import write_report
 
 NASTY = "<script>alert('x')</script>&$1$"  # HTML markup, an entity start and mathtext dollars
 
@@ -89,7 +89,7 @@ def test_reference_choice_and_other_streams(tmp_path: Path) -> None:
     other = write_run(
         tmp_path / "runs", "other-independent-seed0", "independent", 0, [0.2] * 4, stream="other", tasks=TASKS[:4]
     )
-    index = report_command([*runs, other], tmp_path / "report", NASTY)
+    index = write_report([*runs, other], tmp_path / "report", reference=NASTY)
     text = index.read_text(encoding="utf-8")
     assert "regret reference: <code>syn-&lt;script&gt;" in text  # picked by learner name
     assert "other-independent-seed0 is over other (dev_test)" in text  # no regret curve across streams, and why

@@ -2,8 +2,8 @@
 
 import pytest
 
+from lifelong.commands.runner import RunSpec, execute
 from lifelong.core.executors import LocalExecutor, RayExecutor, make_executor
-from lifelong.run.runner import RunSpec, execute
 
 MANIFEST = """
 name: pair

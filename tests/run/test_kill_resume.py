@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from lifelong.run.results_store import ResultsDB, RunFolder
-from lifelong.run.runner import RunSpec, execute
+from lifelong.commands.runner import RunSpec, execute
+from lifelong.results.store import ResultsDB, RunFolder
 
 MANIFEST = """
 name: killable
@@ -30,7 +30,7 @@ tasks:
 CHILD = """
 import json, sys, time
 from lifelong.learners import learner_class
-from lifelong.run.runner import RunSpec, execute
+from lifelong.commands.runner import RunSpec, execute
 cls = learner_class(sys.argv[1])
 original = cls.train
 def slow_train(self, event, state):

@@ -15,8 +15,8 @@ from lifelong.data.sources import LAYOUTS, conform_classes, load_source
 from lifelong.data.sources.idx import FASHION_MNIST_DIRS
 from lifelong.data.splits import SPLIT_RULES
 from lifelong.suites import STREAMS, availability, describe_stream, get_stream
-from lifelong.suites.availability import data_status, locate, resolve_data_root
-from lifelong.suites.nevis import Ablation, nevis_stream, parse_variant, task_uids, variant_tasks
+from lifelong.suites.availability import locate, resolve_data_root
+from lifelong.suites.nevis import Ablation, data_status, nevis_stream, parse_variant, task_uids, variant_tasks
 from lifelong.suites.nevis_tasks import DATASETS, DOMAINS, FULL_TASKS, NevisTask
 
 FASHION = FASHION_MNIST_DIRS[0]

@@ -11,10 +11,6 @@ from lifelong.core.resources import Resources
 
 State = Any  # anything picklable: the environment checkpoints it after every event
 
-# Numbers depend on the thread count of float reductions: the runner sets this variable, and multi-threaded
-# learners use exactly that many threads, so that the same seed and thread count give identical results.
-THREADS_ENV = "LIFELONG_TORCH_THREADS"
-
 
 @runtime_checkable
 class Learner(Protocol):

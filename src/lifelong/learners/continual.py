@@ -27,7 +27,7 @@ from lifelong.learners.independent import configure
 from lifelong.learners.penalties import EWC, PENALTIES, SI, LwF, Term
 from lifelong.training.continual_loop import model_inputs, predict_items, step_lr, train_continual
 from lifelong.training.flops import architecture_forward_flops
-from lifelong.training.loop import configure_torch_threads, derive_seed, predict_scores
+from lifelong.training.loop import derive_seed, predict_scores
 from lifelong.training.models import ARCHITECTURES, count_parameters, initialise, make_model
 from lifelong.training.recipe import materialize
 
@@ -288,7 +288,6 @@ class ContinualLearner:
 
     def train(self, event: TrainEvent, state: dict[str, Any]) -> tuple[dict[str, Any], Resources]:
         """Train on the bucket (`event.train_and_dev`), the buffer, or both; update the buffer and the penalty."""
-        configure_torch_threads()
         cfg, task = self.config, event.task
         self._check_label_space(task, state)
         seed = state["seed"]
@@ -385,7 +384,6 @@ class ContinualLearner:
 
     def predict(self, event: PredictEvent, state: dict[str, Any]) -> np.ndarray:
         """Logits [N, C] of every item of `event.dataset` in stored order (any bucket: the label space is fixed)."""
-        configure_torch_threads()
         cfg = self.config
         if cfg.linear:
             items, _ = self._items(event.dataset, f"the {event.split} split")
@@ -409,118 +407,3 @@ class ContinualLearner:
         resolution = state["resolution"] if state["model"] is not None else self._resolution(event.task)
         height, width = (resolution, resolution) if resolution is not None else shape[:2]
         return architecture_forward_flops(cfg.architecture, event.task.num_classes, height, width) * len(data)
-
-
-# ---- the named methods ---------------------------------------------------------------------------------------
-
-
-class FinetuneLearner(ContinualLearner):
-    """Fine-tunes the previous bucket's whole model (head kept) on each new bucket."""
-
-    name = "finetune"
-
-
-@dataclass(frozen=True)
-class ScratchConfig(ContinualConfig):
-    init: str = "scratch"
-
-
-class ScratchLearner(ContinualLearner):
-    """Re-trains a model from random weights on each bucket alone."""
-
-    name = "scratch"
-    config_class = ScratchConfig
-
-
-@dataclass(frozen=True)
-class ReplayConfig(ContinualConfig):
-    train_on: str = "buffer"
-    buffer: str = "reservoir"
-
-
-class ReplayLearner(ContinualLearner):
-    """The paper's "Finetuning": fine-tunes from the previous bucket on a replay buffer only (reservoir or biased).
-
-    The buffer (one bucket's worth by default) is updated with the bucket first; `-o buffer=biased -o alpha=2`
-    or `-o buffer=biased -o c=0.5` selects the biased reservoir.
-    """
-
-    name = "replay"
-    config_class = ReplayConfig
-
-
-@dataclass(frozen=True)
-class ERConfig(ContinualConfig):
-    train_on: str = "bucket+buffer"
-    buffer: str = "reservoir"
-
-
-class ERLearner(ContinualLearner):
-    """Experience replay: fine-tunes the previous model on the bucket plus a reservoir buffer of past items."""
-
-    name = "er"
-    config_class = ERConfig
-
-
-@dataclass(frozen=True)
-class GDumbConfig(ContinualConfig):
-    init: str = "scratch"
-    train_on: str = "buffer"
-    buffer: str = "class-balanced"
-
-
-class GDumbLearner(ContinualLearner):
-    """GDumb: a class-balanced greedy buffer; a model re-trained from scratch on the buffer alone."""
-
-    name = "gdumb"
-    config_class = GDumbConfig
-
-
-@dataclass(frozen=True)
-class EWCConfig(ContinualConfig):
-    penalty: str = "ewc"
-
-
-class EWCLearner(ContinualLearner):
-    """Fine-tuning with online EWC (diagonal empirical Fisher of each finished bucket; `ewc_lambda`)."""
-
-    name = "ewc"
-    config_class = EWCConfig
-
-
-@dataclass(frozen=True)
-class SIConfig(ContinualConfig):
-    penalty: str = "si"
-
-
-class SILearner(ContinualLearner):
-    """Fine-tuning with Synaptic Intelligence (path-integral importances; `si_c`, `si_xi`)."""
-
-    name = "si"
-    config_class = SIConfig
-
-
-@dataclass(frozen=True)
-class LwFConfig(ContinualConfig):
-    penalty: str = "lwf"
-
-
-class LwFLearner(ContinualLearner):
-    """Fine-tuning with Learning without Forgetting (distils the previous bucket's model; `lwf_alpha`, T=2)."""
-
-    name = "lwf"
-    config_class = LwFConfig
-
-
-__all__ = [
-    "ContinualConfig",
-    "ContinualLearner",
-    "ERLearner",
-    "EWCLearner",
-    "FinetuneLearner",
-    "GDumbLearner",
-    "LwFLearner",
-    "ReplayLearner",
-    "SILearner",
-    "ScratchLearner",
-]

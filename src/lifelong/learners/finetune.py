@@ -39,7 +39,7 @@ from lifelong.core.events import TrainEvent
 from lifelong.core.resources import Resources
 from lifelong.learners.independent import IndependentConfig, IndependentLearner
 from lifelong.training.hpsearch import TrialResult
-from lifelong.training.loop import configure_torch_threads, derive_seed
+from lifelong.training.loop import derive_seed
 from lifelong.training.models import count_parameters, make_model
 from lifelong.training.relatedness import (
     MAX_DEV,
@@ -108,7 +108,6 @@ class TransferLearner(IndependentLearner):
 
     def train(self, event: TrainEvent, state: dict[str, Any]) -> tuple[dict[str, Any], Resources]:
         """Choose the initial backbone, search the task's hyper-parameters from it, keep the winner."""
-        configure_torch_threads()
         cfg, task = self.config, event.task
         choice = self.choose_init(event, state)
         best, flops = self.search_task(event, state, choice.backbone, _workdir(event, "trials"))

@@ -1,25 +1,6 @@
 """Metrics: per-evaluation errors and stream-level aggregates."""
 
-from lifelong.metrics.analysis import (
-    RunData,
-    aggregate_seeds,
-    forward_transfer,
-    forward_transfer_details,
-    pareto_front,
-    read_run,
-    records_of_type,
-    regret_curve,
-    slices,
-    summarize_run,
-    summarize_runs,
-)
-from lifelong.metrics.classification import (
-    average_precision_details,
-    error_rate,
-    mean_average_precision,
-    task_error,
-)
-from lifelong.metrics.matrix import (
+from lifelong.metrics.accuracy_matrix import (
     IID_METRICS,
     STREAMING_METRICS,
     AccuracyMatrix,
@@ -28,23 +9,34 @@ from lifelong.metrics.matrix import (
     reported_metrics,
     summarize_matrix_seeds,
 )
+from lifelong.metrics.analysis import (
+    aggregate_seeds,
+    forward_transfer,
+    forward_transfer_details,
+    pareto_front,
+    records_of_type,
+    regret_curve,
+    slices,
+)
+from lifelong.metrics.classification import (
+    average_precision_details,
+    error_rate,
+    mean_average_precision,
+    task_error,
+)
 
 __all__ = [
     "average_precision_details",
     "error_rate",
     "mean_average_precision",
     "task_error",
-    "RunData",
     "aggregate_seeds",
     "forward_transfer",
     "forward_transfer_details",
     "pareto_front",
-    "read_run",
     "records_of_type",
     "regret_curve",
     "slices",
-    "summarize_run",
-    "summarize_runs",
     "IID_METRICS",
     "STREAMING_METRICS",
     "AccuracyMatrix",

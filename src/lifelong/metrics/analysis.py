@@ -1,27 +1,22 @@
-"""Analysis of runs (spec/nevis22.md section 3): Pareto front, regret, forward transfer, slices, run tables.
+"""Analysis of runs (spec/nevis22.md section 3): Pareto front, regret, forward transfer, slices, seed aggregates.
 
-Everything here reads per-event records (as written to a run folder's events.jsonl) and run folders; nothing
-draws. The report (lifelong.report.html) renders what these functions compute.
+Pure functions of per-event records (as written to a run folder's events.jsonl) and of run summaries; reading
+run folders is lifelong.results', drawing is lifelong.report's.
 """
 
 from __future__ import annotations
 
 import math
-import os
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from lifelong.metrics.stream import StreamSummary
-from lifelong.run.results_store import EVENTS_FILE, RunFolder
+from lifelong.metrics.statistics import mean_std
 
 SIZE_BINS = (1_000, 10_000)  # spec: small < 1,000 items <= medium < 10,000 items <= large
 SLICE_KEYS = ("domain", "size", "resolution")
-RUN_FILE = "run.json"
 
 
 def records_of_type(records: Iterable[Mapping[str, Any]], kind: str) -> list[Mapping[str, Any]]:
@@ -253,87 +248,6 @@ def slices(
     return {label: {"mean_error": float(np.mean(e["errors"])), "tasks": e["tasks"]} for label, e in result.items()}
 
 
-# ------------------------------------------------------------------------------------------------- run tables
-
-
-@dataclass(frozen=True)
-class RunData:
-    """One run folder as read from disk: its run.json and its per-event records."""
-
-    path: Path
-    info: dict[str, Any]
-    records: list[dict[str, Any]]
-
-    @property
-    def run_id(self) -> str:
-        return str(self.info.get("run_id") or self.path.name)
-
-    @property
-    def task_metadata(self) -> dict[str, dict[str, Any]]:
-        """Stream tasks of run.json by uid (uid, name, kind, num_classes, year, domain, occurrence, ...)."""
-        return {str(t["uid"]): t for t in self.info["stream"]["tasks"]}
-
-
-def read_run(run_dir: str | os.PathLike[str]) -> RunData:
-    """Read a run folder (run.json + events.jsonl); errors say which file is missing and what to do."""
-    path = Path(run_dir)
-    if not path.is_dir():
-        raise FileNotFoundError(f"run folder {str(path)!r} does not exist or is not a directory")
-    if not (path / EVENTS_FILE).is_file():
-        raise FileNotFoundError(
-            f"run folder {str(path)!r} has no {EVENTS_FILE}: not a run folder, or the run recorded no event yet; "
-            "pass folders written by `lifelong run`"
-        )
-    folder = RunFolder(path)
-    info = folder.read_json(RUN_FILE)
-    for field in ("config", "stream"):
-        if not isinstance(info.get(field), dict):
-            raise ValueError(f"{path / RUN_FILE} has no {field!r} object; was it written by `lifelong run`?")
-    if not isinstance(info["stream"].get("tasks"), list) or "name" not in info["stream"]:
-        raise ValueError(f"{path / RUN_FILE}: 'stream' needs 'name' and a 'tasks' list")
-    return RunData(path=path, info=info, records=folder.read_records())
-
-
-def summarize_run(run: RunData) -> dict[str, Any]:
-    """One table row: run id, learner, seed, stream, meta-test mean error E, cFLOP over all tasks, task counts."""
-    metric = StreamSummary()
-    state = metric.init()
-    for record in run.records:
-        if record.get("type") in ("train", "predict"):
-            state = metric.add(state, record)
-    summary = metric.compute(state)
-    config, stream = run.info["config"], run.info["stream"]
-    learner = config.get("learner")
-    if learner is None:
-        raise ValueError(f"{run.path / RUN_FILE}: config has no 'learner'")
-    return {
-        "run_id": run.run_id,
-        "path": str(run.path),
-        "learner": str(learner),
-        "seed": int(run.info.get("seed", config.get("seed", 0))),
-        "stream": str(stream["name"]),
-        "eval_split": stream.get("eval_split", config.get("eval_split")),
-        "meta_test_mean_error": summary["meta_test_mean_error"],
-        "mean_error": summary["mean_error"],
-        "cflop": summary["cumulative_train_flops"],
-        "num_tasks": len(stream["tasks"]),
-        "num_evaluated": summary["num_evaluated_tasks"],
-        "num_meta_test": summary["num_meta_test_tasks"],
-    }
-
-
-def summarize_runs(run_dirs: Iterable[str | os.PathLike[str]]) -> list[dict[str, Any]]:
-    """`summarize_run` of each run folder, in the order given."""
-    return [summarize_run(read_run(d)) for d in run_dirs]
-
-
-def _mean_std(values: list[float]) -> tuple[float | None, float | None]:
-    """Mean and sample standard deviation (ddof=1); None where there are too few values."""
-    if not values:
-        return None, None
-    return float(np.mean(values)), float(np.std(values, ddof=1)) if len(values) > 1 else None
-
-
 def aggregate_seeds(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Mean and sample std (ddof=1; None with one seed) of E and cFLOP over seeds per (stream, eval split, learner).
 
@@ -354,8 +268,8 @@ def aggregate_seeds(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 "pass each run once"
             )
         errors = [float(r["meta_test_mean_error"]) for r in members if r.get("meta_test_mean_error") is not None]
-        error_mean, error_std = _mean_std(errors)
-        cflop_mean, cflop_std = _mean_std([float(r["cflop"]) for r in members])
+        error_mean, error_std = mean_std(errors)
+        cflop_mean, cflop_std = mean_std([float(r["cflop"]) for r in members])
         result.append(
             {
                 "stream": stream,

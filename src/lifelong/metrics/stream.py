@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from lifelong.metrics.accuracy_matrix import accuracy_matrix
+
 
 @dataclass(frozen=True)
 class _SummaryState:
@@ -71,11 +73,12 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def default_metrics(stream=None) -> list:
-    """Metrics every run reports; a stream that evaluates every task after each training event adds its matrix."""
-    metrics: list = [StreamSummary()]
-    if stream is not None and getattr(stream, "evaluation", "own") == "all":
-        from lifelong.metrics.matrix import AccuracyMatrix
+def stream_summary(stream=None) -> StreamSummary:
+    """Mean error over evaluated and meta-test tasks, cumulative training FLOPs (every run reports it)."""
+    return StreamSummary()
 
-        metrics.append(AccuracyMatrix(len(stream.tasks), protocol=stream.protocol or "iid"))
-    return metrics
+
+def default_metrics(stream=None) -> list:
+    """Metrics every run reports: the stream summary, and the accuracy matrix on streams that evaluate every task."""
+    matrix = accuracy_matrix(stream) if stream is not None else None
+    return [stream_summary(stream)] + ([matrix] if matrix is not None else [])

@@ -18,19 +18,17 @@ import jinja2
 import numpy as np
 from matplotlib.lines import Line2D
 
+from lifelong.core.files import atomic_write_bytes
 from lifelong.metrics.analysis import (
-    RunData,
     aggregate_seeds,
     forward_transfer_details,
     pareto_front,
-    read_run,
     records_of_type,
     regret_curve,
     slices,
-    summarize_run,
 )
 from lifelong.report.plots import new_figure, note, plain_legend, save_png, set_task_ticks, task_figure
-from lifelong.core.files import atomic_write_bytes
+from lifelong.results import RunData, read_run, summarize_run
 
 INDEX_FILE = "index.html"
 TEMPLATE = "report.html.j2"
@@ -278,7 +276,7 @@ def _regret_section(runs: Sequence[_Run], reference: _Run, out: Path) -> _Sectio
 
 def _matrix_section(runs: Sequence[_Run], out: Path) -> _Section | None:
     """Accuracy matrices (CLEAR-style runs that evaluate every task after each training event), from the events."""
-    from lifelong.metrics.matrix import clear_metrics, matrix_from_records, reported_metrics
+    from lifelong.metrics.accuracy_matrix import clear_metrics, matrix_from_records, reported_metrics
     from lifelong.report.plots import plot_accuracy_matrix
 
     matrix_runs = [r for r in runs if r.data.info["stream"].get("evaluation") == "all"]
@@ -420,8 +418,3 @@ def write_report(
     index = out / INDEX_FILE
     atomic_write_bytes(index, page.encode("utf-8"))
     return index
-
-
-def report_command(run_dirs: list[Path], out: Path, reference: str | None) -> Path:
-    """The `lifelong report` command: write the HTML report of `run_dirs` into `out`, return index.html's path."""
-    return write_report(run_dirs, out, reference=reference)

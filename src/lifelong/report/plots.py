@@ -18,8 +18,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from lifelong.metrics.analysis import records_of_type
 from lifelong.core.files import atomic_write_bytes
+from lifelong.metrics.analysis import records_of_type
 
 META_TEST_COLOR = "tab:orange"
 META_TRAIN_COLOR = "tab:blue"

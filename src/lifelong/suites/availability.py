@@ -11,11 +11,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from lifelong.data.roots import resolve_data_root
 from lifelong.data.sources import LAYOUTS, detect_source
 from lifelong.data.sources.idx import FASHION_MNIST_DIRS
 
-DATA_ENV = "LIFELONG_DATA"
-DEFAULT_DATA_ROOT = Path("~/.lifelong/data")
 # Copies installed outside the data root: dataset name -> (source spec, folders that hold it).
 SYSTEM_COPIES: dict[str, tuple[str, tuple[Path, ...]]] = {"fashion_mnist": ("fashion-mnist", FASHION_MNIST_DIRS)}
 
@@ -39,13 +38,6 @@ class TaskData:
         return f"put {display} ({published}) in {self.expected}/ as one of: {layouts}"
 
 
-def resolve_data_root(data_root: str | os.PathLike | None = None) -> Path:
-    """The data root: the argument, else $LIFELONG_DATA, else ~/.lifelong/data (user home expanded)."""
-    if data_root is None:
-        data_root = os.environ.get(DATA_ENV) or DEFAULT_DATA_ROOT
-    return Path(data_root).expanduser()
-
-
 def locate(name: str, data_root: str | os.PathLike | None = None) -> TaskData:
     """Find dataset `name` under the data root (then in SYSTEM_COPIES), from file and folder names only."""
     expected = resolve_data_root(data_root) / name
@@ -59,30 +51,3 @@ def locate(name: str, data_root: str | os.PathLike | None = None) -> TaskData:
                 source = spec
                 break
     return TaskData(name, expected, source, tuple(looked))
-
-
-def data_status(stream_name_or_variant: str, data_root: str | os.PathLike | None = None) -> list[dict]:
-    """Per task of a Nevis'22 stream (e.g. "nevis-full" or "short"): whether its data is there and what to provide."""
-    from lifelong.suites.nevis import task_uids, variant_tasks
-
-    rows = variant_tasks(stream_name_or_variant)
-    found: dict[str, TaskData] = {}
-    status = []
-    for row, uid in zip(rows, task_uids(rows), strict=True):
-        data = found.setdefault(row.name, locate(row.name, data_root))
-        status.append(
-            {
-                "uid": uid,
-                "name": row.name,
-                "display": row.display,
-                "year": row.year,
-                "available": data.available,
-                "source": data.source,
-                "looked_in": list(data.looked_in),
-                "expected": f"{data.expected}/",
-                "layouts": [text for _, text in LAYOUTS],
-                "published": row.published,
-                "provide": None if data.available else data.provide(row.display, row.published),
-            }
-        )
-    return status

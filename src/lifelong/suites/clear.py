@@ -15,20 +15,19 @@ CLEAR has no separate development test set: `dev_test` and `test` are the same e
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
 from lifelong.core.datasets import ArrayDataset
 from lifelong.core.streams import Stream, StreamTask, TaskSplits
 from lifelong.core.tasks import TaskKey, TaskKind
+from lifelong.data.roots import DATA_ENV, resolve_data_root
+from lifelong.suites.names import TEMPORAL_SOURCES, StreamName, classify_stream
 
 PROTOCOLS = ("iid", "streaming")
 TRAIN_FRACTION = 0.7  # spec section 2: 70/30 per bucket
 DEV_FRACTION = 0.1  # share of a bucket's training data the learner may hold out for its own model selection
-DATA_ENV = "LIFELONG_DATA"
 CLEAR_FOLDER = "clear10"  # default folder under the data root for `--stream clear`
 
 
@@ -167,21 +166,28 @@ def temporal_stream(
 
 
 # ----------------------------------------------------------------------------------------------------------
-# the temporal sources behind stream names
+# the temporal sources behind stream names (entry points `lifelong.temporal_sources`)
 
 
-def clear_mini_source(**options):
-    """`clear-mini`: offline drifting glyphs, 1 + 10 buckets, 11 classes (lifelong.data.sources.drifting)."""
+def clear_mini_source(data_root=None, **options):
+    """offline CLEAR in miniature: drifting glyphs, 1 unlabeled + 10 buckets x 11 classes x 300 (accuracy matrix)
+
+    Built by lifelong.data.sources.drifting (no data root: it is rendered); the options go to `ClearMini`.
+    """
     from lifelong.data.sources.drifting import ClearMini
 
     return ClearMini(**options)
 
 
 def clear_folder_source(data_root: str | os.PathLike | None = None, **options):
-    """`clear`: CLEAR's released layout under DATA_ROOT (or DATA_ROOT/clear10, or $LIFELONG_DATA/clear10)."""
+    """CLEAR-10 from its released layout under --data-root (accuracy matrix)
+
+    The folder holding labeled_images/, or one with a clear10/ folder inside; by default the data root's
+    (lifelong.data.roots.resolve_data_root).
+    """
     from lifelong.data.sources.clear import ClearFolder
 
-    root = Path(data_root) if data_root else Path(os.environ.get(DATA_ENV, "data"))
+    root = resolve_data_root(data_root)
     if not (root / "labeled_images").exists() and (root / CLEAR_FOLDER).exists():
         root = root / CLEAR_FOLDER
     if not root.exists():
@@ -199,35 +205,41 @@ def timestamp_csv_source(path: str | os.PathLike, **options):
     return TimestampCsv(path, **options)
 
 
-SOURCES: dict[str, Callable[..., object]] = {"clear-mini": clear_mini_source, "clear": clear_folder_source}
 STREAM_OPTIONS = ("protocol", "split_seed", "eval_split", "resolution")
 
 
 def is_temporal(name_or_path: str | os.PathLike) -> bool:
-    """True for CLEAR-style stream names and timestamped CSV files."""
-    name = os.fspath(name_or_path)
-    return name in SOURCES or name.endswith(".csv")
+    """True for CLEAR-style stream names and timestamped CSV files (False for anything else)."""
+    try:
+        return classify_stream(name_or_path).is_temporal
+    except ValueError:
+        return False
 
 
-def temporal_source(name_or_path: str | os.PathLike, *, data_root=None, skip_corrupt: bool = False, **options):
+def temporal_source(
+    name_or_path: str | os.PathLike | StreamName, *, data_root=None, skip_corrupt: bool = False, **options
+):
     """The TemporalSource behind a stream name or CSV path (also used to reach bucket 0 for pretraining)."""
-    name = os.fspath(name_or_path)
+    name = name_or_path if isinstance(name_or_path, StreamName) else classify_stream(name_or_path)
+    if not name.is_temporal:
+        raise ValueError(
+            f"{name.value!r} is not a temporal stream: give one of {sorted(TEMPORAL_SOURCES.names())} or a .csv file"
+        )
     if skip_corrupt:
         options["skip_corrupt"] = True
+    if name.kind == "timestamped-csv":
+        factory, path = timestamp_csv_source, (name.value,)
+    else:
+        factory, path = TEMPORAL_SOURCES.load(name.value), ()
+        options["data_root"] = data_root  # every registered temporal source takes it (and may ignore it)
     try:
-        if name == "clear-mini":
-            return clear_mini_source(**options)
-        if name == "clear":
-            return clear_folder_source(data_root, **options)
-        if name.endswith(".csv"):
-            return timestamp_csv_source(name, **options)
+        return factory(*path, **options)
     except TypeError as exc:
-        raise ValueError(f"stream {name!r} does not accept options {sorted(options)}: {exc}") from exc
-    raise ValueError(f"{name!r} is not a temporal stream: give one of {sorted(SOURCES)} or a .csv file")
+        raise ValueError(f"stream {name.value!r} does not accept options {sorted(options)}: {exc}") from exc
 
 
 def get_temporal_stream(
-    name_or_path: str | os.PathLike,
+    name_or_path: str | os.PathLike | StreamName,
     *,
     data_root=None,
     allow_missing=None,
@@ -235,75 +247,7 @@ def get_temporal_stream(
     **options,
 ) -> Stream:
     """Stream `name_or_path` under options: protocol, split_seed, eval_split, resolution; the rest go to the source."""
+    name = name_or_path if isinstance(name_or_path, StreamName) else classify_stream(name_or_path)
     stream_options = {k: options.pop(k) for k in STREAM_OPTIONS if k in options}
-    source = temporal_source(name_or_path, data_root=data_root, skip_corrupt=skip_corrupt, **options)
-    name = Path(os.fspath(name_or_path)).stem if os.fspath(name_or_path).endswith(".csv") else os.fspath(name_or_path)
-    return temporal_stream(source, name=name, **stream_options)
-
-
-def pretrain_ssl_command(
-    stream: str,
-    out: str | os.PathLike,
-    *,
-    bucket: int = 0,
-    architecture: str = "resnet_mini",
-    epochs: int | None = None,
-    resolution: int | None = None,
-    seed: int = 0,
-    threads: int = 1,
-    data_root: str | None = None,
-    source_options: dict | None = None,
-) -> dict:
-    """SimCLR on `stream`'s bucket `bucket` unlabeled pool (CLEAR: bucket 0), saved as an encoder at `out`.
-
-    Resumable: finished epochs are kept in OUT.work and a rerun of the same command continues from them.
-    """
-    import shutil
-
-    from rich.progress import Progress
-
-    from lifelong.core.learner import THREADS_ENV
-    from lifelong.training.encoders import save_encoder
-    from lifelong.training.loop import configure_torch_threads
-    from lifelong.training.ssl import pretrain_simclr
-
-    os.environ[THREADS_ENV] = str(threads)
-    configure_torch_threads()
-    source = temporal_source(stream, data_root=data_root, **dict(source_options or {}))
-    if not 0 <= bucket < source.num_buckets:
-        raise ValueError(f"bucket {bucket} is out of range: {source.name!r} has buckets 0..{source.num_buckets - 1}")
-    images = source.unlabeled(bucket)
-    if len(images) == 0:
-        raise ValueError(f"bucket {bucket} of {source.name!r} has no unlabeled images to pretrain on")
-    resolution = resolution or getattr(source, "resolution", None) or int(images.shape[1])
-    out = Path(out)
-    workdir = out.with_name(out.name + ".work")
-    options = {"epochs": epochs} if epochs else {}
-    with Progress() as bar:
-        task = bar.add_task(f"SimCLR on {source.name} bucket {bucket} ({len(images)} images)", total=epochs or 1)
-
-        def progress(epoch: int, total: int, loss: float) -> None:
-            bar.update(task, completed=epoch, total=total, description=f"SimCLR epoch {epoch}/{total} loss {loss:.3f}")
-
-        checkpoint = pretrain_simclr(
-            images,
-            architecture=architecture,
-            resolution=resolution,
-            seed=seed,
-            progress=progress,
-            workdir=workdir,
-            source=f"{source.name} bucket {bucket}",
-            **options,
-        )
-    path = save_encoder(checkpoint, out)
-    shutil.rmtree(workdir, ignore_errors=True)
-    return {
-        "encoder": str(path),
-        "images": len(images),
-        "epochs": checkpoint.epochs,
-        "feature_dim": checkpoint.feature_dim,
-        "resolution": checkpoint.resolution,
-        "train_flops": checkpoint.train_flops,
-        "final_loss": checkpoint.history[-1]["loss"] if checkpoint.history else None,
-        "use": f"lifelong run --stream {stream} --learner finetune -o encoder={path}",
-    }
+    source = temporal_source(name, data_root=data_root, skip_corrupt=skip_corrupt, **options)
+    return temporal_stream(source, name=name.label, **stream_options)

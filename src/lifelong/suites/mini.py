@@ -8,21 +8,11 @@ meta-train/meta-test boundary (2019), as in Nevis'22.
 
 from __future__ import annotations
 
-import string
-
 from lifelong.core.streams import Stream
 from lifelong.core.tasks import TaskKind
-from lifelong.data.sources.builtin import LETTERS, SHAPE_CLASSES, TEXTURE_CLASSES
-from lifelong.suites.spec import TaskSpec, build_stream
-
-MULTI = TaskKind.MULTI_CLASS
-DIGITS = tuple(string.digits)
-CHARS = tuple(string.digits + string.ascii_uppercase + string.ascii_lowercase)
-
-
-def _spec(name, source, year, domain, resolution, classes, kind=MULTI, **options) -> TaskSpec:
-    return TaskSpec(name, f"builtin:{source}", year, kind, domain, resolution, tuple(classes), options)
-
+from lifelong.data.sources.builtin import CHARS, DIGITS, LETTERS, SHAPE_CLASSES, TEXTURE_CLASSES
+from lifelong.suites.spec import build_stream
+from lifelong.suites.spec import builtin_task as _spec
 
 MINI_TASKS = (
     _spec("digits", "digits", 1998, "ocr", 16, DIGITS, n_per_class=None, seed=0),

@@ -32,7 +32,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from lifelong.core.streams import Stream, StreamTask, TaskSplits
-from lifelong.suites.availability import TaskData, locate, resolve_data_root
+from lifelong.data.roots import resolve_data_root
+from lifelong.data.sources import LAYOUTS
+from lifelong.suites.availability import TaskData, locate
 from lifelong.suites.nevis_tasks import FULL_TASKS, META_TEST_FROM_YEAR, SHORT_TASKS, TINY_TASKS, NevisTask
 from lifelong.suites.spec import TaskSpec, build_stream
 
@@ -279,3 +281,28 @@ class _MissingData:
 
     def __call__(self) -> TaskSplits:
         raise FileNotFoundError(f"task {self.uid!r} has no data: {self.provide}")
+
+
+def data_status(stream_name_or_variant: str, data_root: str | os.PathLike | None = None) -> list[dict]:
+    """Per task of a Nevis'22 stream (e.g. "nevis-full" or "short"): whether its data is there and what to provide."""
+    rows = variant_tasks(stream_name_or_variant)
+    found: dict[str, TaskData] = {}
+    status = []
+    for row, uid in zip(rows, task_uids(rows), strict=True):
+        data = found.setdefault(row.name, locate(row.name, data_root))
+        status.append(
+            {
+                "uid": uid,
+                "name": row.name,
+                "display": row.display,
+                "year": row.year,
+                "available": data.available,
+                "source": data.source,
+                "looked_in": list(data.looked_in),
+                "expected": f"{data.expected}/",
+                "layouts": [text for _, text in LAYOUTS],
+                "published": row.published,
+                "provide": None if data.available else data.provide(row.display, row.published),
+            }
+        )
+    return status

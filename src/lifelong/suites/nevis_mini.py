@@ -9,20 +9,13 @@ beats training from scratch. It keeps the stream's structure: one multi-label ta
 
 from __future__ import annotations
 
-import string
-
 from lifelong.core.streams import Stream
 from lifelong.core.tasks import TaskKind
-from lifelong.data.sources.builtin import LETTERS, SHAPE_CLASSES, TEXTURE_CLASSES
-from lifelong.suites.spec import TaskSpec, build_stream
+from lifelong.data.sources.builtin import CHARS, DIGITS, LETTERS, SHAPE_CLASSES, TEXTURE_CLASSES
+from lifelong.suites.spec import build_stream
+from lifelong.suites.spec import builtin_task as _spec
 
-DIGITS = tuple(string.digits)
-CHARS = tuple(string.digits + string.ascii_uppercase + string.ascii_lowercase)
 META_TEST_FROM_YEAR = 2019
-
-
-def _spec(name, source, year, domain, resolution, classes, kind=TaskKind.MULTI_CLASS, **options) -> TaskSpec:
-    return TaskSpec(name, f"builtin:{source}", year, kind, domain, resolution, tuple(classes), options)
 
 
 NEVIS_MINI_TASKS = (

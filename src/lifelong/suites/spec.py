@@ -32,6 +32,20 @@ class TaskSpec:
     split_rule: str = "auto"
 
 
+def builtin_task(
+    name: str,
+    source: str,
+    year: int,
+    domain: str,
+    resolution: int,
+    classes: Sequence[str],
+    kind: TaskKind = TaskKind.MULTI_CLASS,
+    **options: Any,
+) -> TaskSpec:
+    """A task of the offline suites: `builtin:<source>` images (lifelong.data.sources.builtin) with `options`."""
+    return TaskSpec(name, f"builtin:{source}", year, kind, domain, resolution, tuple(classes), options)
+
+
 def build_stream(
     name: str,
     specs: Sequence[TaskSpec],

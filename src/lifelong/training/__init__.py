@@ -10,14 +10,14 @@ from lifelong.training.inputs import (
     to_input_tensor,
 )
 from lifelong.training.loop import (
-    THREADS_ENV,
     TrainingLoss,
     TrainProgress,
     TrainResult,
     classification_error,
-    configure_torch_threads,
     derive_seed,
     predict_scores,
+    set_torch_threads,
+    torch_threads,
     train_model,
 )
 from lifelong.training.models import (
@@ -37,7 +37,6 @@ from lifelong.training.schedules import WarmupCosine, batch_size_for, warmup_cos
 
 __all__ = [
     "ARCHITECTURES",
-    "THREADS_ENV",
     "BasicBlock",
     "ResNet",
     "ResNetBackbone",
@@ -49,7 +48,6 @@ __all__ = [
     "batch_size_for",
     "center_resize",
     "classification_error",
-    "configure_torch_threads",
     "count_parameters",
     "count_training_flops",
     "crop_and_resize",
@@ -63,7 +61,9 @@ __all__ = [
     "resnet34",
     "resnet_mini",
     "sample_crop_boxes",
+    "set_torch_threads",
     "to_input_tensor",
+    "torch_threads",
     "train_model",
     "warmup_cosine",
     "warmup_steps_for",

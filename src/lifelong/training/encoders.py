@@ -9,7 +9,6 @@ import path, so the linear regime can probe any backbone the same way.
 from __future__ import annotations
 
 import importlib
-import io
 import re
 import warnings
 import zipfile
@@ -22,10 +21,12 @@ import numpy as np
 import torch
 from torch import nn
 
-from lifelong.core.files import atomic_write_bytes
+from lifelong.training.checkpoints import format_tag, read_torch_file, write_torch_file
 from lifelong.training.flops import count_inference_flops, model_device
 from lifelong.training.inputs import prepare_batch
 from lifelong.training.models import make_model
+from lifelong.training.pretrain import FORMAT as PRETRAINED_FORMAT
+from lifelong.training.pretrain import load_pretrained
 
 FORMAT = "lifelong-encoder-v1"
 DEFAULT_RESOLUTION = 32  # input side for TorchScript / factory encoders when none is given
@@ -187,10 +188,7 @@ def save_encoder(checkpoint: EncoderCheckpoint, path: str | Path) -> Path:
     path = Path(path)
     if path.is_dir():
         raise IsADirectoryError(f"{str(path)!r} is a folder; give a file path such as {str(path / 'encoder.pt')!r}")
-    buffer = io.BytesIO()
-    torch.save(checkpoint.to_dict(), buffer)
-    atomic_write_bytes(path, buffer.getvalue())
-    return path
+    return write_torch_file(checkpoint.to_dict(), path)
 
 
 def _first_conv_channels(module: nn.Module) -> int | None:
@@ -275,17 +273,8 @@ def load_encoder(spec: str | Path, *, resolution: int | None = None, in_channels
             warnings.simplefilter("ignore", DeprecationWarning)
             module = torch.jit.load(str(path), map_location="cpu")
         return _wrap_module(module, resolution=resolution, in_channels=in_channels, description=f"TorchScript {text}")
-    try:
-        contents = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:
-        raise ValueError(
-            f"{text!r} is neither a TorchScript file nor a readable checkpoint ({type(exc).__name__}: {exc})"
-        ) from exc
-    # imported here: pretrain pulls in the data and search modules, which may import this one
-    from lifelong.training.pretrain import FORMAT as PRETRAINED_FORMAT
-    from lifelong.training.pretrain import load_pretrained
-
-    found = contents.get("format") if isinstance(contents, dict) else type(contents).__name__
+    contents = read_torch_file(path, f"{text!r} is neither a TorchScript file nor a readable checkpoint ({{cause}})")
+    found = format_tag(contents)
     if found == FORMAT:
         return EncoderCheckpoint.from_dict(contents).to_encoder(resolution=resolution)
     if found == PRETRAINED_FORMAT:

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from lifelong.core.files import atomic_write_bytes
 from lifelong.core.executors import Executor
+from lifelong.core.files import atomic_write_bytes
 
 _TRIAL_FILE = "trial-{index:04d}.pkl"
 

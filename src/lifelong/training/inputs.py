@@ -37,8 +37,10 @@ def to_input_tensor(images: np.ndarray | torch.Tensor, channels: int = 3) -> tor
                 f"images have {have} channels but the model expects {channels}; only 1 -> 3 is converted "
                 "automatically: build the model with in_channels matching the data"
             )
-    # make the uint8 tensor contiguous first (4x less to move), then scale in place: one float pass
-    x = images.permute(0, 3, 1, 2).contiguous().to(torch.float32)
+    # make the uint8 tensor contiguous first (4x less to move), then scale in place: one float pass. The float
+    # copy gets standard NCHW strides even with one channel, where torch keeps the NHWC stride of the size-1
+    # dimension: oneDNN (torch 2.13, CPU) corrupts the heap training narrow convolutions on such strides.
+    x = images.permute(0, 3, 1, 2).contiguous().to(torch.float32, memory_format=torch.contiguous_format)
     return x.div_(127.5).sub_(1.0)
 
 

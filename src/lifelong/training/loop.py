@@ -7,7 +7,6 @@ training run by `torch.utils.flop_counter.FlopCounterMode`, then multiplied by t
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -17,7 +16,6 @@ import torch.nn.functional as F
 from torch import nn
 
 from lifelong.core.datasets import Dataset
-from lifelong.core.learner import THREADS_ENV
 from lifelong.core.seeds import derive_seed
 from lifelong.core.tasks import TaskKind
 from lifelong.metrics.classification import task_error
@@ -29,18 +27,21 @@ from lifelong.training.schedules import warmup_cosine, warmup_steps_for
 _ORDER, _AUGMENT = 1, 2
 
 
-def configure_torch_threads() -> int:
-    """Apply LIFELONG_TORCH_THREADS (if set) to torch's intra-op threads; return the number of threads in use."""
-    raw = os.environ.get(THREADS_ENV)
-    if raw is not None and raw.strip():
-        try:
-            threads = int(raw)
-        except ValueError:
-            threads = 0
-        if threads < 1:
-            raise ValueError(f"{THREADS_ENV} must be a positive integer, got {raw!r}; unset it to use torch's default")
-        if torch.get_num_threads() != threads:
-            torch.set_num_threads(threads)
+def set_torch_threads(threads: int) -> int:
+    """Use `threads` intra-op torch threads in this process: the same seed AND thread count give identical numbers.
+
+    Whoever starts the work sets it once (the runner from `--threads`, a command, a test); learners read it back
+    with `torch_threads()` to hand the same count to executor workers.
+    """
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"threads must be a positive integer, got {threads!r}")
+    if torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)
+    return threads
+
+
+def torch_threads() -> int:
+    """The intra-op torch thread count of this process."""
     return torch.get_num_threads()
 
 

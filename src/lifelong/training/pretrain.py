@@ -9,7 +9,6 @@ The `pretrained` learners start from it; whether its FLOPs count is their choice
 
 from __future__ import annotations
 
-import io
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -18,13 +17,14 @@ from typing import Any
 
 import torch
 
+from lifelong.core.executors import Executor
 from lifelong.core.tasks import TaskKey
 from lifelong.data.build import build_task_splits
 from lifelong.data.sources import load_source
-from lifelong.core.files import atomic_write_bytes
-from lifelong.core.executors import Executor
+from lifelong.training.checkpoints import format_tag, read_torch_file, write_torch_file
 from lifelong.training.hpsearch import search
-from lifelong.training.loop import configure_torch_threads, derive_seed
+from lifelong.training.independent_recipe import IndependentConfig
+from lifelong.training.loop import derive_seed, torch_threads
 from lifelong.training.relatedness import backbone_state
 
 FORMAT = "lifelong-pretrained-v1"
@@ -80,8 +80,6 @@ def pretrain(
     `recipe`: further IndependentConfig options (lr, label_smoothing, trials, batch sizes, ...). Trials run
     through `executor` (None: here, one after the other). Returns the checkpoint's path.
     """
-    from lifelong.learners.independent import IndependentConfig  # the learners' recipe (learners import training)
-
     out = Path(out)
     if out.is_dir():
         raise IsADirectoryError(
@@ -92,7 +90,7 @@ def pretrain(
     if clash:
         raise ValueError(f"recipe options {clash} are arguments of pretrain: pass them as architecture=, epochs=, ...")
     cfg = IndependentConfig(architecture=architecture, epochs=epochs, resolution=resolution, **recipe)
-    threads = configure_torch_threads()
+    threads = torch_threads()
     labeled = load_source(source_spec, **dict(options or {}))
     key = TaskKey(_task_name(source_spec), labeled.kind, labeled.num_classes, labeled.class_names)
     splits = build_task_splits(key, labeled, resolution=resolution, seed=seed)
@@ -115,9 +113,7 @@ def pretrain(
         "dev_error": best.dev_error,
         "split_sizes": {name: len(getattr(splits, name)) for name in ("train", "dev")},
     }
-    buffer = io.BytesIO()
-    torch.save(contents, buffer)
-    atomic_write_bytes(out, buffer.getvalue())
+    write_torch_file(contents, out)
     return out
 
 
@@ -129,14 +125,9 @@ def load_pretrained(path: str | Path) -> PretrainedCheckpoint:
             f"pretrained checkpoint {str(path)!r} not found; create one with `lifelong pretrain SOURCE --out PATH` "
             "(or lifelong.training.pretrain.pretrain)"
         )
-    try:
-        contents = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:
-        raise ValueError(
-            f"{str(path)!r} is not a readable pretrained checkpoint ({type(exc).__name__}: {exc})"
-        ) from exc
-    if not isinstance(contents, dict) or contents.get("format") != FORMAT:
-        found = contents.get("format") if isinstance(contents, dict) else type(contents).__name__
+    contents = read_torch_file(path, "{path!r} is not a readable pretrained checkpoint ({cause})")
+    if format_tag(contents) != FORMAT:
+        found = format_tag(contents)
         raise ValueError(
             f"{str(path)!r} is not a {FORMAT} checkpoint (format {found!r}); create one with `lifelong pretrain`"
         )
@@ -152,27 +143,3 @@ def load_pretrained(path: str | Path) -> PretrainedCheckpoint:
         dev_error=contents.get("dev_error"),
         details={k: v for k, v in contents.items() if k not in main},
     )
-
-
-def pretrain_command(
-    source: str,
-    out: str | Path,
-    architecture: str = "resnet_mini",
-    epochs: int = 10,
-    resolution: int = 32,
-    seed: int = 0,
-    options: Mapping[str, Any] | None = None,
-    recipe: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """What `lifelong pretrain` runs: pretrain, then return the checkpoint's summary (path, FLOPs, dev error...)."""
-    path = pretrain(
-        source,
-        architecture=architecture,
-        epochs=epochs,
-        resolution=resolution,
-        seed=seed,
-        out=out,
-        options=options,
-        recipe=recipe,
-    )
-    return load_pretrained(path).summary()

@@ -9,12 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 
 from lifelong.core.datasets import ArrayDataset, Dataset, LazyDataset
 from lifelong.core.tasks import TaskKind
 from lifelong.training.hpsearch import Trial, TrialResult
-from lifelong.training.loop import configure_torch_threads, derive_seed, train_model
+from lifelong.training.loop import derive_seed, set_torch_threads, torch_threads, train_model
 from lifelong.training.models import ARCHITECTURES, make_model
 from lifelong.training.schedules import batch_size_for
 
@@ -43,7 +42,7 @@ class FitJob:
     a trial gives the same result wherever it runs (for the same torch thread count). `init_backbone` starts
     from those backbone weights (fine-tuning, pretrained models) with a freshly initialised head. An empty
     `dev` counts as none: the final weights are kept and `dev_error` is None. `threads`: torch threads of the
-    run (None: LIFELONG_TORCH_THREADS, else torch's default); set it so executor workers match this process.
+    run (None: this process's count when the job is made), applied wherever the job runs (executor workers).
     """
 
     architecture: str
@@ -92,6 +91,8 @@ class FitJob:
             )
         if self.resolution is not None and self.resolution < 1:
             raise ValueError(f"resolution must be a positive int or None (native size), got {self.resolution}")
+        if self.threads is None:  # the creating process's count travels with the job to executor workers
+            object.__setattr__(self, "threads", torch_threads())
         if self.seed < 0:
             raise ValueError(f"seed must be a non-negative integer, got {self.seed}")
         self._batch_size()  # the batch-size bounds are checked here; lr and the rest by train_model
@@ -101,10 +102,7 @@ class FitJob:
 
     def __call__(self, trial: Trial) -> TrialResult:
         """Train the trial's network; return its best-on-dev weights, dev error, FLOPs, steps and dev curve."""
-        if self.threads is not None:
-            torch.set_num_threads(self.threads)
-        else:
-            configure_torch_threads()
+        set_torch_threads(self.threads)
         model = make_model(self.architecture, self.num_classes, seed=derive_seed(self.seed, trial.index, _INIT))
         if self.init_backbone is not None:
             try:

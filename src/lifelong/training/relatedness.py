@@ -28,7 +28,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from lifelong.core.datasets import ArrayDataset, Dataset
 from lifelong.core.tasks import TaskKind
 from lifelong.training.inputs import Size, prepare_batch
-from lifelong.training.loop import classification_error, configure_torch_threads, derive_seed
+from lifelong.training.loop import classification_error, derive_seed
 from lifelong.training.models import ResNet, make_model
 from lifelong.training.recipe import materialize
 
@@ -217,7 +217,6 @@ def score_candidates(
 
     `seed` draws the train/dev subsets (shared by all candidates) and initialises the random candidate.
     """
-    configure_torch_threads()
     if RANDOM_INIT in candidates:
         raise ValueError(f"{RANDOM_INIT!r} names the random-init candidate; give past models other names")
     if not candidates and not include_random:

@@ -10,7 +10,6 @@ over the 2B views of a batch); the backbone is returned as an `EncoderCheckpoint
 from __future__ import annotations
 
 import hashlib
-import io
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -21,11 +20,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lifelong.core.files import atomic_write_bytes
+from lifelong.training.checkpoints import format_tag, read_torch_file, write_torch_file
 from lifelong.training.encoders import EncoderCheckpoint, check_images
 from lifelong.training.flops import count_training_flops
 from lifelong.training.inputs import augment, to_input_tensor
-from lifelong.training.loop import configure_torch_threads, derive_seed
+from lifelong.training.loop import derive_seed, torch_threads
 from lifelong.training.models import initialise, make_model
 from lifelong.training.schedules import warmup_cosine, warmup_steps_for
 
@@ -141,13 +140,8 @@ def _fingerprint(images: np.ndarray) -> str:
 def _load_state(path: Path, config: Mapping[str, Any]) -> dict[str, Any] | None:
     if not path.is_file():
         return None
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:
-        raise ValueError(
-            f"cannot read the resumable state {str(path)!r} ({type(exc).__name__}: {exc}); delete it to start over"
-        ) from exc
-    if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
+    state = read_torch_file(path, "cannot read the resumable state {path!r} ({cause}); delete it to start over")
+    if format_tag(state) != STATE_FORMAT:
         raise ValueError(f"{str(path)!r} is not a {STATE_FORMAT} file; delete it or use another workdir")
     if state["config"] != dict(config):
         diff = sorted(k for k in set(config) | set(state["config"]) if state["config"].get(k) != config.get(k))
@@ -196,7 +190,7 @@ def pretrain_simclr(
             f"projection_dim={projection_dim}, resolution={resolution}"
         )
     views = ViewAugmentation.coerce(augmentation)
-    threads = configure_torch_threads()
+    threads = torch_threads()
     n = len(images)
     batch = min(batch_size, n)
     steps_per_epoch = n // batch
@@ -265,8 +259,7 @@ def pretrain_simclr(
         mean_loss = float(np.mean(losses))
         history.append({"epoch": epoch + 1, "loss": mean_loss, "lr": float(scheduler.get_last_lr()[0])})
         if state_path is not None:
-            buffer = io.BytesIO()
-            torch.save(
+            write_torch_file(
                 {
                     "format": STATE_FORMAT,
                     "config": config,
@@ -278,9 +271,8 @@ def pretrain_simclr(
                     "history": history,
                     "flops_per_step": flops_per_step,
                 },
-                buffer,
+                state_path,
             )
-            atomic_write_bytes(state_path, buffer.getvalue())
         if progress is not None:
             progress(epoch + 1, epochs, mean_loss)
 

@@ -19,7 +19,7 @@ import numpy as np
 from lifelong.core.seeds import derive_seed
 from lifelong.core.tasks import TaskKind
 from lifelong.data.labeled import LabeledImages
-from lifelong.data.sources.builtin import LETTERS, GlyphStyle, glyph_fonts, render_glyphs
+from lifelong.data.sources.glyphs import LETTERS, GlyphStyle, glyph_fonts, render_glyphs
 
 BACKGROUND = "BACKGROUND"
 BACKGROUND_CHARS = "KLMNOPQRSTUVWXYZ0123456789"  # drawn for the BACKGROUND class, in the bucket's style

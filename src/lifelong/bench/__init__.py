@@ -1,1 +1,0 @@
-"""Lifelong benchmarks: the growing samples x models correctness matrix, Sort & Search, insertion and metrics."""

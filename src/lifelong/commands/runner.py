@@ -1,0 +1,221 @@
+"""One complete run as a picklable spec: build stream and learner, run, write the run folder and database.
+
+Executors map `execute` over specs (one per seed), so the same code runs in-process and on Ray workers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import platform
+import shutil
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from lifelong.core.streams import Stream
+from lifelong.learners import make_learner
+from lifelong.metrics.base import Metric
+from lifelong.metrics.registry import make_metrics
+from lifelong.metrics.stream import default_metrics
+from lifelong.report.plots import plot_accuracy_matrix, plot_run
+from lifelong.results.store import ResultsDB, RunFolder
+from lifelong.run.checkpoint import CheckpointStore
+from lifelong.run.environment import run
+from lifelong.suites import classify_stream, get_stream
+from lifelong.suites.names import stream_label
+from lifelong.training.loop import set_torch_threads
+
+CHECKPOINT_FILE = "checkpoint.pkl"
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything that defines a run; the run id derives from stream, learner and seed."""
+
+    stream: str = "mini"
+    learner: str = "independent"
+    seed: int = 0
+    out: str = "runs"
+    learner_options: dict[str, Any] = field(default_factory=dict)
+    eval_split: str = "dev_test"
+    skip_corrupt: bool = False
+    resume: bool = False
+    overwrite: bool = False
+    progress: bool = False
+    stop_after: int | None = None  # end after this many events (the run stays resumable)
+    threads: int = 1  # torch threads; results are bit-identical for the same seed AND the same thread count
+    data_root: str | None = None  # where streams such as nevis-* find their datasets
+    allow_missing: bool = False  # run the tasks that have data and record which ones ran
+    stream_options: dict[str, Any] = field(default_factory=dict)  # e.g. ablation, shuffle_seed (nevis-*)
+    metrics: tuple[str, ...] = ()  # registered metrics (lifelong.metrics entry points) reported beside the defaults
+
+    @property
+    def run_id(self) -> str:
+        stream = stream_label(self.stream)
+        final = "-final" if self.eval_split == "test" else ""
+        variant = "".join(f"-{k}={v}" for k, v in sorted(self.stream_options.items()))
+        return f"{stream}{variant}-{self.learner}-seed{self.seed}{final}".replace("/", "_")
+
+    @property
+    def folder(self) -> Path:
+        return Path(self.out) / self.run_id
+
+
+class RunExistsError(FileExistsError):
+    """The run folder already holds a run and neither --resume nor --overwrite was given."""
+
+
+def execute(spec: RunSpec, metrics: Sequence[Metric] = ()) -> dict:
+    """Run `spec` to the end (or to `stop_after`), returning the summary with run id and folder.
+
+    Every run reports the default metrics (lifelong.metrics.stream.default_metrics), then the registered metrics
+    named in `spec.metrics`, then `metrics` given here (Metric objects, as dm_nevis's environment receives them).
+    """
+    if spec.threads < 1:
+        raise ValueError(f"threads must be >= 1, got {spec.threads}")
+    set_torch_threads(spec.threads)  # same seed AND same threads give identical numbers
+    folder_path = spec.folder
+    checkpoint = CheckpointStore(folder_path / CHECKPOINT_FILE)
+    _prepare_folder(spec, folder_path, checkpoint)
+    stream = get_stream(
+        spec.stream,
+        eval_split=spec.eval_split,
+        skip_corrupt=spec.skip_corrupt,
+        data_root=spec.data_root,
+        allow_missing=spec.allow_missing,
+        **_stream_options(spec),
+    )
+    learner = make_learner(spec.learner, **spec.learner_options)
+    run_metrics = [*default_metrics(stream), *make_metrics(spec.metrics, stream), *metrics]
+    folder = RunFolder(folder_path)
+    db = ResultsDB(Path(spec.out))
+    resuming = spec.resume and checkpoint.exists()
+    db.start_run(spec.run_id, stream.name, learner.name, spec.seed, str(folder_path), dataclasses.asdict(spec))
+    if resuming:
+        _realign_records(folder, db, spec.run_id, checkpoint.load().records)
+    else:
+        db.truncate_events(spec.run_id, 0)  # a run started over (--overwrite) keeps no stale events
+        folder.write_json("run.json", _run_info(spec, stream))
+
+    def sink(record: dict) -> None:
+        folder.append_record(record)
+        db.add_event(spec.run_id, record)
+
+    try:
+        result = run(
+            learner,
+            stream,
+            run_metrics,
+            checkpoint=checkpoint,
+            seed=spec.seed,
+            resume=spec.resume,
+            run_id=spec.run_id,
+            on_record=sink,
+            progress=spec.progress,
+            stop_after=spec.stop_after,
+        )
+    except KeyboardInterrupt:
+        db.finish_run(spec.run_id, "interrupted", None)
+        raise
+    except BaseException as exc:
+        db.finish_run(spec.run_id, "failed", {"error": f"{type(exc).__name__}: {exc}"})
+        raise
+    finished = result.summary["events_done"] == result.summary["events_total"]
+    summary = {
+        **result.summary,
+        "run_id": spec.run_id,
+        "seed": spec.seed,
+        "path": str(folder_path),
+        "timing": result.timing,
+    }
+    summary["tasks_ran"] = [t.key.uid for t in stream.tasks]
+    summary["tasks_missing"] = list(getattr(stream, "missing_tasks", ()))
+    folder.write_json("summary.json", summary)
+    if finished:
+        summary["plots"] = [str(p) for p in plot_run(_own_task_records(result.records), folder_path)]
+        if summary.get("accuracy_matrix") is not None:
+            summary["plots"].append(str(_write_matrix(folder, summary, stream)))
+    db.finish_run(spec.run_id, "finished" if finished else "interrupted", summary)
+    summary["records"] = result.records
+    return summary
+
+
+def _stream_options(spec: RunSpec) -> dict[str, Any]:
+    """The spec's stream options; temporal (CLEAR) streams split their buckets with the run's seed by default."""
+    options = dict(spec.stream_options)
+    if classify_stream(spec.stream).is_temporal:
+        options.setdefault("split_seed", spec.seed)
+    return options
+
+
+def _own_task_records(records: list[dict]) -> list[dict]:
+    """Train records and the predictions on the task just trained (the diagonal of an accuracy matrix)."""
+    return [r for r in records if r["type"] == "train" or r.get("after_task_index") in (None, r.get("task_index"))]
+
+
+def _write_matrix(folder: RunFolder, summary: dict, stream: Stream) -> Path:
+    """accuracy_matrix.csv and its heatmap accuracy_matrix.png in the run folder."""
+    labels = [t.key.uid for t in stream.tasks]
+    rows = ["after," + ",".join(labels)]
+    for label, row in zip(labels, summary["accuracy_matrix"], strict=True):
+        rows.append(label + "," + ",".join("" if v is None else f"{v:.6f}" for v in row))
+    folder.write_text("accuracy_matrix.csv", "\n".join(rows) + "\n")
+    matrix = [[float("nan") if v is None else v for v in row] for row in summary["accuracy_matrix"]]
+    title = f"{summary['run_id']} ({stream.protocol} protocol)"
+    return plot_accuracy_matrix(matrix, folder.path / "accuracy_matrix.png", labels=labels, title=title)
+
+
+def _prepare_folder(spec: RunSpec, folder: Path, checkpoint: CheckpointStore) -> None:
+    if not folder.exists():
+        return
+    if spec.overwrite:
+        shutil.rmtree(folder)
+        return
+    if checkpoint.exists() and not spec.resume:
+        raise RunExistsError(
+            f"{folder} already holds run {spec.run_id!r}; pass --resume to continue it, --overwrite to start "
+            "over, or --out to write elsewhere"
+        )
+
+
+def _realign_records(folder: RunFolder, db: ResultsDB, run_id: str, records: list[dict]) -> None:
+    """Make events.jsonl and the database hold exactly the checkpoint's records (a crash may leave them apart)."""
+    on_disk = folder.read_records()
+    if len(on_disk) > len(records):
+        folder.truncate_records(len(records))
+        on_disk = on_disk[: len(records)]
+    for record in records[len(on_disk) :]:
+        folder.append_record(record)
+    db.truncate_events(run_id, len(records))
+    for record in records:
+        db.add_event(run_id, record)
+
+
+def _run_info(spec: RunSpec, stream: Stream) -> dict:
+    versions = {}
+    for package in ("lifelong", "torch", "numpy", "scikit-learn", "pillow", "ray"):
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = None
+    return {
+        "run_id": spec.run_id,
+        "config": dataclasses.asdict(spec),
+        "seed": spec.seed,
+        "stream": {
+            "name": stream.name,
+            "tasks": [t.key.to_dict() for t in stream.tasks],
+            "eval_split": stream.eval_split,
+            "meta_test_from_year": stream.meta_test_from_year,
+            "evaluation": stream.evaluation,
+            "protocol": stream.protocol,
+        },
+        "versions": versions,
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }

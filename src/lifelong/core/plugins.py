@@ -1,0 +1,66 @@
+"""Plug-ins by Python entry points: learners, streams, temporal sources and metrics register by name.
+
+The built-ins register in lifelong's own pyproject.toml exactly as a third-party package registers in its own
+(`[project.entry-points."lifelong.learners"]` etc.), so extending the toolkit never means editing it.
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import EntryPoint, entry_points
+from typing import Any
+
+LEARNERS = "lifelong.learners"
+STREAMS = "lifelong.streams"
+TEMPORAL_SOURCES = "lifelong.temporal_sources"
+METRICS = "lifelong.metrics"
+GROUPS = (LEARNERS, STREAMS, TEMPORAL_SOURCES, METRICS)
+
+
+class PluginError(ValueError):
+    """A name that no installed package registers, or an entry point that cannot be loaded."""
+
+
+class Registry:
+    """The entry points of one group, by name, in registration order (lifelong's own first)."""
+
+    def __init__(self, group: str, what: str) -> None:
+        self.group = group
+        self.what = what
+
+    def _entries(self) -> dict[str, EntryPoint]:
+        found = sorted(entry_points(group=self.group), key=lambda ep: ep.dist is None or ep.dist.name != "lifelong")
+        entries: dict[str, EntryPoint] = {}
+        for ep in found:
+            entries.setdefault(ep.name, ep)  # lifelong's built-ins win a clash of names
+        return entries
+
+    def names(self) -> list[str]:
+        """Registered names: lifelong's in the order of its pyproject.toml, then other packages'."""
+        return list(self._entries())
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name in self._entries()
+
+    def target(self, name: str) -> str:
+        """The `module:attribute` a name points at."""
+        return self._entry(name).value
+
+    def load(self, name: str) -> Any:
+        """The object registered as `name` (imported on use, so listing names imports nothing)."""
+        entry = self._entry(name)
+        try:
+            return entry.load()
+        except Exception as exc:
+            raise PluginError(
+                f"{self.what} {name!r} is registered as {entry.value!r} (entry point group {self.group!r}) but "
+                f"cannot be loaded: {type(exc).__name__}: {exc}"
+            ) from exc
+
+    def _entry(self, name: str) -> EntryPoint:
+        entries = self._entries()
+        if name not in entries:
+            raise PluginError(
+                f"unknown {self.what} {name!r}; known {self.what}s: {sorted(entries)} (a package adds one under "
+                f'[project.entry-points."{self.group}"] in its pyproject.toml)'
+            )
+        return entries[name]

@@ -1,0 +1,170 @@
+"""Growing a benchmark: sort it, then add models (evaluated on n' samples) and samples (on m' models).
+
+A new model is evaluated on n' samples spread uniformly (or at random) over the current ranked order; the DP
+threshold of its outcomes, extrapolated to all n samples, predicts the rest of its row (spec section 3). Each
+estimated model also gets a 95% confidence interval for its accuracy (in its metadata; coverage measured in
+benchmarks/bench_beyond.py). A new sample is evaluated on m' models spread over the models ranked most-accurate
+first; the DP threshold of those outcomes predicts which of the other models get it right. Every evaluated cell
+is stored as an observation and every other cell of the new row or column as an estimate, so each accuracy says
+how much of it is fact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from lifelong.sortsearch.bitmatrix import PackedRows
+from lifelong.sortsearch.intervals import accuracy_interval
+from lifelong.sortsearch.search import dp_threshold, extrapolate, predict_rows, sample_positions, scatter
+from lifelong.sortsearch.sort import descending_order, model_order
+from lifelong.sortsearch.store import BenchStore
+
+ROWS_PER_CHUNK = 256
+CONFIDENCE = 0.95  # of the interval stored with every estimated accuracy (intervals.accuracy_interval)
+
+
+def fully_observed_models(store: BenchStore) -> np.ndarray:
+    """Models whose every cell is an observation: the ones a sort may rank samples with."""
+    return np.array([i for i, acc in sorted(store.accuracies().items()) if acc.kind == "observed"], dtype=np.int64)
+
+
+def sort_store(store: BenchStore, ranking_models: Sequence[int] | None = None) -> int:
+    """Sort samples easiest first by the column sums of fully observed ranking models; save it as a new version."""
+    ids = fully_observed_models(store) if ranking_models is None else np.asarray(ranking_models, dtype=np.int64)
+    if ids.size == 0:
+        raise ValueError("no fully observed model to rank samples with: add models with full results first")
+    n = store.size()[0]
+    sums = np.zeros(n, dtype=np.int64)
+    for i0 in range(0, ids.size, ROWS_PER_CHUNK):
+        sums += PackedRows(store.read_rows(ids[i0 : i0 + ROWS_PER_CHUNK]), n).column_sums()
+    return store.save_sort(descending_order(sums), ids)
+
+
+@dataclass(frozen=True)
+class ModelPlan:
+    """Which samples a new model must be evaluated on: their ids, ranked positions, and the sort they come from."""
+
+    sort_version: int
+    positions: np.ndarray
+    sample_ids: np.ndarray
+    sampling: str
+
+
+def plan_model(store: BenchStore, budget: int, *, sampling: str = "uniform", seed: int = 0) -> ModelPlan:
+    """The n' = `budget` sample ids to evaluate a new model on, spread over the latest sort."""
+    version, order = store.latest_sort()
+    n = store.size()[0]
+    if order.size != n:
+        raise ValueError(
+            f"sort version {version} covers {order.size} samples but the store has {n}: "
+            "re-sort (`lifelong bench sort`) after adding samples"
+        )
+    positions = sample_positions(order.size, budget, sampling, seed)
+    return ModelPlan(version, positions, order[positions].astype(np.int64), sampling)
+
+
+def add_model(
+    store: BenchStore,
+    name: str,
+    plan: ModelPlan,
+    outcomes: np.ndarray,
+    metadata: Mapping[str, Any] | None = None,
+) -> tuple[int, float]:
+    """Store a model's observed outcomes on `plan.sample_ids` and its estimated row; return (id, estimated accuracy)."""
+    outcomes = _zero_one(outcomes, plan.sample_ids.size, f"results of model {name!r}")
+    order = store.load_sort(plan.sort_version)
+    n = order.size
+    k = int(extrapolate(dp_threshold(outcomes[None, :])[0:1], plan.positions, n)[0])
+    row = scatter(predict_rows([k], n), order)
+    interval = accuracy_interval(outcomes[None, :], plan.positions, n, k=[k], confidence=CONFIDENCE)
+    metadata = {
+        **dict(metadata or {}),
+        "accuracy_interval": {
+            "estimate": float(interval.estimate[0]),
+            "low": float(interval.low[0]),
+            "high": float(interval.high[0]),
+            "confidence": CONFIDENCE,
+            "method": "difference",
+        },
+    }
+    # model and predicted row in one atomic insert, then the facts, then the estimate entry (committed last)
+    (model_id,) = store.add_models([name], [metadata], rows=row, observed=False)
+    store.write_rows([model_id], plan.sample_ids, outcomes[None, :], observed=True)
+    store.record_estimates([model_id], [k], plan.sort_version, "dp-" + plan.sampling, plan.sample_ids.size)
+    return model_id, store.accuracies([model_id])[model_id].accuracy
+
+
+def evaluate_model(
+    store: BenchStore,
+    name: str,
+    predict_correct: Callable[[np.ndarray], np.ndarray],
+    budget: int,
+    *,
+    sampling: str = "uniform",
+    seed: int = 0,
+    metadata: Mapping[str, Any] | None = None,
+) -> tuple[int, float]:
+    """Evaluate a callable model (sample ids -> 0/1 correctness) on exactly the planned samples, then add it."""
+    plan = plan_model(store, budget, sampling=sampling, seed=seed)
+    return add_model(store, name, plan, np.asarray(predict_correct(plan.sample_ids)), metadata)
+
+
+def add_full_model(store: BenchStore, name: str, row: np.ndarray, metadata: Mapping[str, Any] | None = None) -> int:
+    """A model evaluated on every sample (e.g. a ranking model): its whole row is observed."""
+    n = store.size()[0]
+    row = _zero_one(row, n, f"results of model {name!r}")
+    return store.add_models([name], [dict(metadata or {})], rows=np.packbits(row[None, :], axis=1))[0]
+
+
+@dataclass(frozen=True)
+class SamplePlan:
+    """Which models new samples must be evaluated on: ids (most accurate first order) and their positions."""
+
+    model_ids: np.ndarray
+    positions: np.ndarray
+    ranked_models: np.ndarray
+
+
+def plan_samples(store: BenchStore, budget: int, *, sampling: str = "uniform", seed: int = 0) -> SamplePlan:
+    """The m' = `budget` models to evaluate new samples on, spread over the models ranked most accurate first."""
+    accuracies = store.accuracies()
+    ids = np.array(sorted(accuracies), dtype=np.int64)
+    if ids.size == 0:
+        raise ValueError("the store has no models yet: add models before inserting samples by estimation")
+    ranked = ids[model_order(np.array([accuracies[i].accuracy for i in ids]))]
+    positions = sample_positions(ranked.size, budget, sampling, seed)
+    return SamplePlan(ranked[positions], positions, ranked)
+
+
+def add_samples(
+    store: BenchStore, records: Sequence[Mapping[str, Any]], plan: SamplePlan, outcomes: np.ndarray
+) -> list[int]:
+    """Register samples, store their observed outcomes on `plan.model_ids` [m', s] and estimate the other models."""
+    outcomes = np.asarray(outcomes)
+    if outcomes.ndim != 2 or outcomes.shape != (plan.model_ids.size, len(records)):
+        raise ValueError(
+            f"sample results must be [models, samples] = ({plan.model_ids.size}, {len(records)}); got {outcomes.shape}"
+        )
+    outcomes = _zero_one(outcomes, outcomes.shape[1], "sample results")
+    k = extrapolate(dp_threshold(outcomes.T), plan.positions, plan.ranked_models.size)  # per sample
+    columns = (np.arange(plan.ranked_models.size)[:, None] < k[None, :]).astype(np.uint8)  # ranked models x samples
+    sample_ids = store.add_samples(records)
+    store.write_rows(plan.ranked_models, sample_ids, columns, observed=False)
+    store.write_rows(plan.model_ids, sample_ids, outcomes, observed=True)
+    return sample_ids
+
+
+def _zero_one(values: np.ndarray, size: int, what: str) -> np.ndarray:
+    """0/1 uint8 values of the expected size, or a clear error naming the first bad entry."""
+    array = np.asarray(values)
+    if array.shape[-1] != size:
+        raise ValueError(f"{what}: expected {size} outcomes, got {array.shape[-1]}")
+    bad = ~np.isin(array, (0, 1))
+    if bad.any():
+        where = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise ValueError(f"{what}: outcomes must be 0 or 1; entry {where} is {array[where]!r}")
+    return array.astype(np.uint8)

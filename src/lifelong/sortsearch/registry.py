@@ -1,0 +1,325 @@
+"""SQLite registry of a benchmark store: samples, models, estimated rows, sort versions and the committed n and m.
+
+The registry is the source of truth for which rows and columns of the matrix exist (see `store.py`). It runs in
+WAL mode with a busy timeout; every change happens inside `transaction()` (BEGIN IMMEDIATE ... COMMIT), so a
+killed process rolls back to the last commit. Writers are serialised by the store's file lock, not by SQLite.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+FORMAT_VERSION = 1
+SAMPLE_FIELDS = ("source", "domain", "label", "content_hash")
+
+_SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+CREATE TABLE samples (
+    id INTEGER PRIMARY KEY, source TEXT NOT NULL, domain TEXT NOT NULL, label, content_hash TEXT NOT NULL UNIQUE
+);
+CREATE TABLE models (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, metadata TEXT NOT NULL, created TEXT NOT NULL);
+CREATE TABLE sorts (
+    version INTEGER PRIMARY KEY, created TEXT NOT NULL, file TEXT NOT NULL UNIQUE,
+    n_samples INTEGER NOT NULL, n_models INTEGER NOT NULL, ranking_models TEXT NOT NULL
+);
+CREATE TABLE estimated_rows (
+    model_id INTEGER PRIMARY KEY, threshold INTEGER NOT NULL, n_samples INTEGER NOT NULL,
+    sort_version INTEGER NOT NULL, method TEXT NOT NULL, budget INTEGER NOT NULL, created TEXT NOT NULL
+);
+"""
+_BATCH = 500  # parameters per IN (...) query, well under SQLite's variable limit
+
+
+@dataclass(frozen=True)
+class ModelRecord:
+    """One registered model: its row index, unique name, free-form metadata and creation time (UTC, ISO 8601)."""
+
+    id: int
+    name: str
+    metadata: dict[str, Any]
+    created: str
+
+
+@dataclass(frozen=True)
+class SortRecord:
+    """One saved sample order: version, file name under the store's sorts/ folder, and what it covered."""
+
+    version: int
+    created: str
+    file: str
+    n_samples: int
+    n_models: int
+    ranking_models: list[int]
+
+
+@dataclass(frozen=True)
+class EstimateRecord:
+    """How a model's row was estimated: DP threshold k over n_samples ranked samples, from a sort and a budget."""
+
+    model_id: int
+    threshold: int
+    n_samples: int
+    sort_version: int
+    method: str
+    budget: int
+    created: str
+
+
+def _now() -> str:
+    """Current UTC time as ISO 8601 text."""
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    """Open the registry in autocommit mode (transactions are explicit), WAL journal, 30 s busy timeout."""
+    con = sqlite3.connect(path, isolation_level=None, timeout=30.0)
+    con.execute("PRAGMA journal_mode=WAL")
+    con.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: a killed process never corrupts or loses a commit
+    con.execute("PRAGMA busy_timeout=30000")
+    return con
+
+
+def _duplicates(values: Sequence[str]) -> list[str]:
+    """Values that occur more than once in `values`, in first-seen order."""
+    return [value for value, count in Counter(values).items() if count > 1]
+
+
+class Registry:
+    """The registry tables of one store, over one SQLite connection (one per process or thread)."""
+
+    def __init__(self, path: Path) -> None:
+        """Open an existing registry; refuse files of another format version."""
+        if not path.is_file():
+            raise FileNotFoundError(f"no registry at {path}: is this a BenchStore directory? Create one first.")
+        self.path = path
+        self._con = _connect(path)
+        version = self.meta().get("format_version")
+        if version != FORMAT_VERSION:
+            raise ValueError(
+                f"registry {path} has format version {version!r}, this code reads {FORMAT_VERSION}: "
+                "use the lifelong version that wrote it, or migrate the store"
+            )
+
+    @classmethod
+    def create(cls, path: Path, *, chunk_models: int, chunk_samples: int) -> Registry:
+        """Create the tables and meta (n = m = 0) in one transaction."""
+        meta = {"format_version": FORMAT_VERSION, "n": 0, "m": 0}
+        meta |= {"chunk_models": chunk_models, "chunk_samples": chunk_samples}
+        con = _connect(path)
+        try:
+            con.execute("BEGIN IMMEDIATE")
+            for statement in filter(str.strip, _SCHEMA.split(";")):
+                con.execute(statement)
+            con.executemany("INSERT INTO meta VALUES (?, ?)", meta.items())
+            con.execute("COMMIT")
+        finally:
+            con.close()
+        return cls(path)
+
+    def close(self) -> None:
+        """Close the connection."""
+        self._con.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """BEGIN IMMEDIATE ... COMMIT; ROLLBACK if the body raises (a killed process rolls back on its own)."""
+        self._con.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self._con.execute("ROLLBACK")
+            raise
+        self._con.execute("COMMIT")
+
+    # -- meta ---------------------------------------------------------------------------------------------------
+    def meta(self) -> dict[str, int]:
+        """All meta entries (format_version, n, m, chunk_models, chunk_samples)."""
+        return dict(self._con.execute("SELECT key, value FROM meta").fetchall())
+
+    def counts(self) -> tuple[int, int]:
+        """Committed (n samples, m models)."""
+        meta = self.meta()
+        return meta["n"], meta["m"]
+
+    def _set_meta(self, key: str, value: int) -> None:
+        """Update one meta entry (inside a transaction)."""
+        self._con.execute("UPDATE meta SET value = ? WHERE key = ?", (value, key))
+
+    # -- samples ------------------------------------------------------------------------------------------------
+    def insert_samples(self, records: Sequence[Mapping[str, Any]]) -> list[int]:
+        """Append samples as columns n..n+k-1 and raise n (inside a transaction); refuse duplicate content hashes."""
+        for index, record in enumerate(records):
+            if set(record) != set(SAMPLE_FIELDS):
+                raise ValueError(
+                    f"sample record {index} has fields {sorted(record)}; expected exactly {list(SAMPLE_FIELDS)}"
+                )
+            if not isinstance(record["content_hash"], str) or not record["content_hash"]:
+                raise ValueError(f"sample record {index} has content_hash {record['content_hash']!r}: need text")
+        hashes = [record["content_hash"] for record in records]
+        self._refuse_repeats(
+            "samples",
+            "content_hash",
+            hashes,
+            "duplicate content_hash {} within the new samples: add each sample once",
+            "a sample with content_hash {} is already in the store (id {}): drop it from the records, or look it up "
+            "with sample_ids()",
+        )
+        n, _ = self.counts()
+        ids = list(range(n, n + len(records)))
+        rows = ((i, r["source"], r["domain"], r["label"], r["content_hash"]) for i, r in zip(ids, records, strict=True))
+        self._con.executemany("INSERT INTO samples VALUES (?, ?, ?, ?, ?)", rows)
+        self._set_meta("n", n + len(records))
+        return ids
+
+    def sample_ids_where(self, *, source: str | None, domain: str | None) -> np.ndarray:
+        """Ids (int64, ascending) of the samples from one source and/or domain (None matches any)."""
+        query, args = "SELECT id FROM samples WHERE 1", []
+        for column, value in (("source", source), ("domain", domain)):
+            if value is not None:
+                query += f" AND {column} = ?"
+                args.append(value)
+        return np.fromiter((row[0] for row in self._con.execute(query + " ORDER BY id", args)), dtype=np.int64)
+
+    # -- models -------------------------------------------------------------------------------------------------
+    def insert_models(self, names: Sequence[str], metadata: Sequence[Mapping[str, Any]]) -> list[int]:
+        """Append models as rows m..m+k-1 and raise m (inside a transaction); refuse duplicate names."""
+        for name in names:
+            if not isinstance(name, str) or not name:
+                raise ValueError(f"model name {name!r} is not a non-empty string")
+        self._refuse_repeats(
+            "models",
+            "name",
+            names,
+            "duplicate model name {} within the new models: give each a unique name",
+            "a model named {} is already in the store (id {}): pick another name, or use model_by_name() to find it",
+        )
+        texts = []
+        for name, meta in zip(names, metadata, strict=True):
+            try:
+                texts.append(json.dumps(dict(meta), sort_keys=True))
+            except (TypeError, ValueError) as error:
+                raise ValueError(f"metadata of model {name!r} is not JSON-serialisable: {error}") from error
+        _, m = self.counts()
+        ids = list(range(m, m + len(names)))
+        created = _now()
+        rows = ((i, name, text, created) for i, name, text in zip(ids, names, texts, strict=True))
+        self._con.executemany("INSERT INTO models VALUES (?, ?, ?, ?)", rows)
+        self._set_meta("m", m + len(names))
+        return ids
+
+    def model_by_name(self, name: str) -> ModelRecord:
+        """The model registered under `name`."""
+        row = self._con.execute("SELECT id, name, metadata, created FROM models WHERE name = ?", (name,)).fetchone()
+        if row is None:
+            raise KeyError(f"no model named {name!r} in the store: list them with model_ids(), or add it")
+        return ModelRecord(row[0], row[1], json.loads(row[2]), row[3])
+
+    def model_records(self) -> list[ModelRecord]:
+        """Every model (id, name, metadata, created), by id."""
+        rows = self._con.execute("SELECT id, name, metadata, created FROM models ORDER BY id").fetchall()
+        return [ModelRecord(r[0], r[1], json.loads(r[2]), r[3]) for r in rows]
+
+    def _refuse_repeats(self, table: str, column: str, values: Sequence[str], within: str, stored: str) -> None:
+        """Raise ValueError if `values` repeat among themselves (message `within`, formatted with the value's repr)
+        or one of them is already in table.column (message `stored`, formatted with its repr and its id)."""
+        repeated = _duplicates(values)
+        if repeated:
+            raise ValueError(within.format(repr(repeated[0])))
+        known = self._existing(table, column, values)
+        if known:
+            raise ValueError(stored.format(repr(known[0]), known[1]))
+
+    def _existing(self, table: str, column: str, values: Sequence[str]) -> tuple[str, int] | None:
+        """The first (value, id) of `values` already present in table.column, or None."""
+        for start in range(0, len(values), _BATCH):
+            batch = list(values[start : start + _BATCH])
+            marks = ",".join("?" * len(batch))
+            row = self._con.execute(f"SELECT {column}, id FROM {table} WHERE {column} IN ({marks})", batch).fetchone()
+            if row is not None:
+                return row[0], row[1]
+        return None
+
+    # -- estimated rows -----------------------------------------------------------------------------------------
+    def put_estimate(
+        self, model_id: int, threshold: int, n_samples: int, sort_version: int, method: str, budget: int
+    ) -> None:
+        """Record (or replace) how a model's row was estimated (inside a transaction)."""
+        self._con.execute(
+            "INSERT OR REPLACE INTO estimated_rows VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (model_id, threshold, n_samples, sort_version, method, budget, _now()),
+        )
+
+    def put_estimates(
+        self,
+        model_ids: Sequence[int],
+        thresholds: Sequence[int],
+        n_samples: int,
+        sort_version: int,
+        method: str,
+        budget: int,
+    ) -> None:
+        """Record (or replace) many estimates at once (inside a transaction)."""
+        now = _now()
+        rows = [
+            (int(i), int(k), n_samples, sort_version, method, budget, now)
+            for i, k in zip(model_ids, thresholds, strict=True)
+        ]
+        self._con.executemany("INSERT OR REPLACE INTO estimated_rows VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+
+    def estimates(self) -> dict[int, EstimateRecord]:
+        """Every estimated row's record, by model id."""
+        rows = self._con.execute("SELECT * FROM estimated_rows ORDER BY model_id").fetchall()
+        return {row[0]: EstimateRecord(*row) for row in rows}
+
+    # -- sorts --------------------------------------------------------------------------------------------------
+    def next_sort_version(self) -> int:
+        """The version number the next saved sort gets (1 for the first)."""
+        return self._con.execute("SELECT COALESCE(MAX(version), 0) + 1 FROM sorts").fetchone()[0]
+
+    def put_sort(self, version: int, file: str, n_samples: int, n_models: int, ranking_models: Sequence[int]) -> None:
+        """Register a saved sort whose file is already in place (inside a transaction)."""
+        self._con.execute(
+            "INSERT INTO sorts VALUES (?, ?, ?, ?, ?, ?)",
+            (version, _now(), file, n_samples, n_models, json.dumps([int(i) for i in ranking_models])),
+        )
+
+    def sorts(self) -> list[SortRecord]:
+        """Every saved sort, oldest first."""
+        rows = self._con.execute("SELECT * FROM sorts ORDER BY version").fetchall()
+        return [SortRecord(*row[:5], json.loads(row[5])) for row in rows]
+
+    # -- integrity ----------------------------------------------------------------------------------------------
+    def check(self) -> list[str]:
+        """Registry-internal problems: meta n/m against the tables, ids not 0..k-1, dangling estimated rows."""
+        problems = []
+        n, m = self.counts()
+        for table, count, letter in (("samples", n, "n"), ("models", m, "m")):
+            rows, low, high = self._con.execute(f"SELECT COUNT(*), MIN(id), MAX(id) FROM {table}").fetchone()
+            if rows != count or (rows and (low, high) != (0, rows - 1)):
+                problems.append(
+                    f"registry: meta {letter} = {count} but table {table} has {rows} rows with ids {low}..{high}; "
+                    f"ids must be exactly 0..{letter}-1: restore the store from a backup"
+                )
+        versions = {record.version for record in self.sorts()}
+        for record in self.estimates().values():
+            where = f"registry: estimated row of model {record.model_id}"
+            if not 0 <= record.model_id < m:
+                problems.append(f"{where} names no registered model (m = {m}): delete that entry")
+            if record.sort_version not in versions:
+                problems.append(f"{where} refers to sort version {record.sort_version}, which does not exist")
+            if not 0 <= record.threshold <= record.n_samples <= n or not 0 <= record.budget <= record.n_samples:
+                problems.append(
+                    f"{where} has threshold {record.threshold}, budget {record.budget}, n_samples {record.n_samples}; "
+                    f"need 0 <= threshold <= n_samples <= n = {n} and 0 <= budget <= n_samples"
+                )
+        return problems

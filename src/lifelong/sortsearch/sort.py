@@ -1,0 +1,137 @@
+"""Sort: rank samples easy -> hard from the ranking models (spec section 2), and order models for sample insertion.
+
+Every order is a permutation of sample (or model) ids, int32 while it fits; ties always go to the smaller id, so
+the same matrix gives the same order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+
+from lifelong.sortsearch.bitmatrix import as_rows
+from lifelong.sortsearch.search import best_step, ranked_chunks, step_scores
+
+ConfidenceChunks = Callable[[], Iterable[np.ndarray]]
+
+
+def _index_dtype(n: int) -> type[np.signedinteger]:
+    """int32 for orders that fit in it, else int64."""
+    return np.int32 if n <= np.iinfo(np.int32).max else np.int64
+
+
+def descending_order(keys: Any) -> np.ndarray:
+    """Ids sorted by key, largest first; equal keys keep ascending id order (stable, deterministic)."""
+    keys = np.asarray(keys)
+    if keys.ndim != 1:
+        raise ValueError(f"sort keys must be 1-D; got shape {keys.shape}")
+    if keys.size == 0:
+        return np.zeros(0, np.int32)
+    if np.issubdtype(keys.dtype, np.integer) or keys.dtype == np.bool_:
+        keys = keys.astype(np.int64)
+        span = int(keys.max()) - int(keys.min())
+        flipped = keys.max() - keys  # ascending sort of max - key = descending key
+        dtype = np.uint16 if span < 2**16 else np.uint32 if span < 2**32 else np.uint64
+        order = np.argsort(flipped.astype(dtype), kind="stable")  # radix sort for 16-bit keys
+    else:
+        if not np.all(np.isfinite(keys)):
+            raise ValueError("sort keys must be finite (found NaN or infinity)")
+        order = np.argsort(-keys.astype(np.float64), kind="stable")
+    return order.astype(_index_dtype(keys.size))
+
+
+def sort_by_sum(A: Any) -> np.ndarray:
+    """Sample order by column sums of the ranking models' 0/1 matrix (dense or PackedRows), easiest first."""
+    return descending_order(as_rows(A).column_sums())
+
+
+def _confidence_chunks(C: Any, chunk: int | None) -> Iterable[np.ndarray]:
+    """Row chunks of a confidence matrix given as an array-like [m, n] or a callable returning chunks."""
+    if callable(C):
+        yield from C()
+        return
+    shape = tuple(getattr(C, "shape", ()))
+    if len(shape) != 2:
+        raise ValueError(f"a confidence matrix must be 2-D [models, samples]; got shape {shape}")
+    step = max(1, (16 * 2**20) // (8 * max(1, shape[1]))) if chunk is None else int(chunk)
+    for i0 in range(0, shape[0], step):
+        yield np.asarray(C[i0 : i0 + step])
+
+
+def sort_by_confidence(C: Any, chunk: int | None = None) -> np.ndarray:
+    """Sample order by summed probability of the true class, highest first.
+
+    C is a float [m, n] array-like (ndarray, memmap, zarr) read in row chunks, or a zero-argument callable that
+    returns an iterable of float [rows, n] chunks.
+    """
+    total: np.ndarray | None = None
+    for block in _confidence_chunks(C, chunk):
+        block = np.asarray(block)
+        if block.ndim != 2 or not (np.issubdtype(block.dtype, np.floating) or np.issubdtype(block.dtype, np.integer)):
+            raise ValueError(
+                f"confidence chunks must be numeric [rows, n]; got dtype {block.dtype}, shape {block.shape}"
+            )
+        if total is None:
+            total = np.zeros(block.shape[1], np.float64)
+        elif block.shape[1] != total.size:
+            raise ValueError(f"confidence chunks disagree on n: {block.shape[1]} vs {total.size}")
+        if block.size and not (np.all(np.isfinite(block)) and block.min() >= 0 and block.max() <= 1):
+            raise ValueError("confidences must be finite probabilities in [0, 1] (probability of the true class)")
+        total += block.sum(axis=0, dtype=np.float64)
+    if total is None:
+        raise ValueError("the confidence matrix has no rows; at least one ranking model is needed")
+    return descending_order(total)
+
+
+def sort_recursive(A: Any, levels: int = 2) -> np.ndarray:
+    """Recursive sort by sum (spec 2.3): refine the order inside blocks of equal keys, `levels - 1` times.
+
+    Each refinement computes every ranking model's DP threshold on the current order; inside each block of
+    samples with equal keys so far, samples are re-sorted by their sum over only the models whose threshold
+    falls strictly inside that block (a cut at a block edge is unaffected by the order inside). A block with no
+    such model keeps its order. Thresholds use the ranking models only: nothing held out leaks into the order.
+    `levels=1` is plain sort by sum.
+    """
+    if int(levels) < 1:
+        raise ValueError(f"levels must be >= 1; got {levels}")
+    rows = as_rows(A)
+    n = rows.shape[1]
+    keys = [rows.column_sums()]
+    order = descending_order(keys[0])
+    for _ in range(int(levels) - 1):
+        ranked_keys = np.stack([key[order] for key in keys])
+        change = np.flatnonzero(np.any(ranked_keys[:, 1:] != ranked_keys[:, :-1], axis=0)) + 1
+        starts = np.concatenate(([0], change)).astype(np.int64)
+        ends = np.concatenate((change, [n])).astype(np.int64)
+        extra = np.zeros(n, np.int64)  # in ranked positions
+        for _, ranked in ranked_chunks(rows, order):
+            k = best_step(step_scores(ranked)).k
+            block = np.searchsorted(starts, k, side="right") - 1
+            inside = (k > starts[block]) & (k < ends[block])
+            for b in np.unique(block[inside]):
+                s, e = starts[b], ends[b]
+                extra[s:e] += ranked[inside & (block == b), s:e].sum(axis=0, dtype=np.int64)
+        if not extra.any():
+            break  # no threshold splits a block: further levels cannot change the order
+        key = np.empty(n, np.int64)
+        key[order] = extra
+        keys.append(key)
+        order = np.lexsort([-key for key in reversed(keys)]).astype(order.dtype)  # stable: ties keep id order
+    return order
+
+
+def model_order(accuracies: Any) -> np.ndarray:
+    """Model order for sample insertion: most accurate first (ties: smaller model id first)."""
+    acc = np.asarray(accuracies)
+    if acc.ndim != 1:
+        raise ValueError(f"accuracies must be 1-D (one per model); got shape {acc.shape}")
+    return descending_order(acc)
+
+
+def ranked_positions(order: np.ndarray) -> np.ndarray:
+    """Ranked position of every sample id: inv[order[p]] = p."""
+    inv = np.empty(order.size, np.int64)
+    inv[order] = np.arange(order.size, dtype=np.int64)
+    return inv

@@ -1,0 +1,500 @@
+"""The growing samples x models correctness matrix of a lifelong benchmark, on disk: `BenchStore`.
+
+A store is a directory:
+
+    registry.sqlite      samples, models, estimated rows, sort versions, meta (format version, n, m, chunking)
+    correct.zarr/        uint8 [rows, bytes]: row i = model i, bit j = sample j correct (np.packbits, bit order big)
+    observed.zarr/       same shape: bit set = the cell was evaluated (a fact); clear = predicted or never set
+    sorts/v000001.npy    saved sample orders (int32 permutations of the samples present when saved)
+    store.lock           fcntl.flock target serialising writers across processes
+    WRITING              marker present while a writer holds the lock (left behind only by a killed writer)
+
+Crash safety and concurrency (a crash here means the process dies, e.g. SIGKILL, at any instruction):
+
+1. The registry's committed n and m are the source of truth. The zarr arrays may be larger (a killed insert
+   resized them); everything outside [0, m) x [0, n) is ignored by every read and never trusted.
+2. Every write holds an exclusive flock on store.lock for its whole duration (registry insert + zarr resize + cell
+   writes), so writers in different processes never interleave. Readers take no lock: they read n and m first,
+   then only cells inside them, and the arrays are never smaller than n and m.
+3. Structural changes run inside one SQLite transaction (BEGIN IMMEDIATE) that commits LAST: add_models inserts
+   its registry rows, grows the arrays, writes the new rows' cells, then commits; a kill before COMMIT rolls the
+   registry back, and the rows it wrote lie beyond m. add_samples only resizes (no cell data), then commits.
+4. Rows beyond m may hold stale cells from a killed add_models; the next add_models overwrites (or zeroes) every
+   row it makes visible. Bits beyond n are never set in any row (rows are written masked to n; cells only inside
+   n), so new columns appear as zeros with no rewrite. The arrays only grow, so chunks beyond their shape never
+   exist and read as zeros.
+5. zarr writes each chunk file atomically (temp `*.partial` + rename), so a chunk is old or new, never torn; the
+   rows of earlier inserts sharing a chunk survive. A killed writer can leave `*.partial` files, or a sort file
+   written but not registered: the next lock holder sees the WRITING marker and deletes both (recovery).
+
+Limits: write_rows and write_estimated_row are atomic per chunk, not per call (a kill mid-call can leave part of
+the cells written, each either old or new; an estimated-row entry is committed only after all its cells). Chunk
+files are not fsynced, so power loss (not process death) is not covered. One BenchStore instance per thread.
+
+Memory: nothing loads the whole matrix. Reads and writes go through zarr chunk by chunk; accuracies() and status()
+stream one chunk at a time. A row costs ceil(n/8) bytes (212 kB at Lifelong-CIFAR10's n = 1,697,682).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+
+import numpy as np
+
+from lifelong.sortsearch.bitmatrix import packed_width
+from lifelong.sortsearch.registry import EstimateRecord, ModelRecord, Registry, SortRecord
+from lifelong.sortsearch.store_files import (
+    ARRAYS,
+    LOCK_FILE,
+    REGISTRY_FILE,
+    SORTS_DIR,
+    create_arrays,
+    open_arrays,
+    orphans,
+    permutation_problem,
+    sort_file_problems,
+    temp_name,
+    write_lock,
+    write_sort_file,
+)
+
+if TYPE_CHECKING:
+    import zarr
+
+_POPCOUNT = np.array([bin(value).count("1") for value in range(256)], dtype=np.uint8)
+
+
+class Accuracy(NamedTuple):
+    """A model's accuracy over all n samples, what it rests on, and the fraction of its cells that were evaluated."""
+
+    accuracy: float
+    kind: Literal["observed", "estimated", "mixed"]
+    observed_fraction: float
+
+
+def _tail_mask(n: int) -> int:
+    """Mask of the valid bits in the last packed byte of an n-sample row."""
+    return (0xFF << (8 - n % 8)) & 0xFF if n % 8 else 0xFF
+
+
+def _spans(start: int, stop: int, step: int) -> Iterator[tuple[int, int]]:
+    """Chunk-aligned [a, b) pieces covering [start, stop)."""
+    while start < stop:
+        end = min(stop, (start // step + 1) * step)
+        yield start, end
+        start = end
+
+
+def _index_array(ids: Sequence[int] | np.ndarray, limit: int, what: str) -> np.ndarray:
+    """Validate ids as unique integers in [0, limit) and return them as int64."""
+    array = np.asarray(ids)
+    if array.ndim != 1 or (array.size and not np.issubdtype(array.dtype, np.integer)):
+        raise ValueError(f"{what} ids must be a 1-D sequence of integers, got {array.dtype} with shape {array.shape}")
+    array = array.astype(np.int64)
+    bad = array[(array < 0) | (array >= limit)]
+    if bad.size:
+        valid = f"ids 0..{limit - 1}" if limit else f"add {what}s first"
+        raise IndexError(f"{what} id {int(bad[0])} is out of range: the store has {limit} {what}s ({valid})")
+    if np.unique(array).size != array.size:
+        raise ValueError(f"{what} ids contain duplicates: pass each id once")
+    return array
+
+
+class BenchStore:
+    """A directory holding the bit-packed correctness matrix, its observed mask and the registry (module docstring)."""
+
+    def __init__(self, path: Path, *, lock_timeout: float = 600.0) -> None:
+        """Open an existing store; prefer `BenchStore.open`."""
+        self.path = path
+        self.lock_timeout = lock_timeout
+        self._registry = Registry(path / REGISTRY_FILE)
+        self._lock_fd = os.open(path / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+
+    # -- lifecycle ----------------------------------------------------------------------------------------------
+    @classmethod
+    def create(cls, path: str | os.PathLike[str], *, chunk_models: int = 128, chunk_samples: int = 2**18) -> BenchStore:
+        """Create an empty store (n = m = 0) at a new path; built in a temp directory and renamed into place."""
+        path = Path(path)
+        if chunk_models < 1 or chunk_samples < 8 or chunk_samples % 8:
+            raise ValueError(
+                f"chunk_models={chunk_models}, chunk_samples={chunk_samples}: need chunk_models >= 1 and "
+                "chunk_samples a positive multiple of 8 (columns are packed 8 samples per byte)"
+            )
+        if path.exists() and (not path.is_dir() or any(path.iterdir())):
+            raise FileExistsError(f"{path} already exists and is not an empty directory: open it, or pick a new path")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        staging = temp_name(path.parent / f".{path.name}")
+        staging.mkdir()
+        Registry.create(staging / REGISTRY_FILE, chunk_models=chunk_models, chunk_samples=chunk_samples).close()
+        create_arrays(staging, chunk_models, chunk_samples)
+        (staging / SORTS_DIR).mkdir()
+        (staging / LOCK_FILE).touch()
+        os.rename(staging, path)  # atomic; replaces an empty directory
+        return cls(path)
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str], *, lock_timeout: float = 600.0) -> BenchStore:
+        """Open an existing store; writers wait up to `lock_timeout` seconds for another process's write."""
+        path = Path(path)
+        if not path.is_dir():
+            raise FileNotFoundError(f"no store at {path}: create it with BenchStore.create({str(path)!r})")
+        return cls(path, lock_timeout=lock_timeout)
+
+    def close(self) -> None:
+        """Release the registry connection and the lock file descriptor."""
+        self._registry.close()
+        os.close(self._lock_fd)
+
+    def __enter__(self) -> BenchStore:
+        """Use as a context manager that closes the store."""
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Close the store."""
+        self.close()
+
+    # -- locking and recovery -----------------------------------------------------------------------------------
+    def _writing(self) -> AbstractContextManager[None]:
+        """Hold the store's exclusive write lock; first clean up after a writer that was killed holding it."""
+        return write_lock(self.path, self._lock_fd, self.lock_timeout, self._sort_files)
+
+    def _sort_files(self) -> set[str]:
+        """The file names of every registered sort."""
+        return {record.file for record in self._registry.sorts()}
+
+    def _orphans(self) -> list[Path]:
+        """Temp files anywhere in the store, and sort files that no registered sort names."""
+        return orphans(self.path, self._sort_files())
+
+    # -- matrix access ------------------------------------------------------------------------------------------
+    def _arrays(self) -> tuple[zarr.Array, zarr.Array]:
+        """The correct and observed arrays, opened fresh (another process may have resized them)."""
+        return open_arrays(self.path)
+
+    def _chunks(self) -> tuple[int, int]:
+        """Chunk shape of the arrays: (models, bytes)."""
+        meta = self._registry.meta()
+        return meta["chunk_models"], meta["chunk_samples"] // 8
+
+    def _blocks(self, model_ids: np.ndarray, width: int) -> Iterator[tuple[np.ndarray, int, int]]:
+        """(positions into model_ids, b0, b1) per row chunk x byte-column chunk, so each read touches one chunk."""
+        chunk_rows, chunk_bytes = self._chunks()
+        order = np.argsort(model_ids, kind="stable")
+        chunk_of = model_ids[order] // chunk_rows
+        for group in np.split(order, np.flatnonzero(np.diff(chunk_of)) + 1):
+            if group.size:
+                for b0, b1 in _spans(0, width, chunk_bytes):
+                    yield group, b0, b1
+
+    def _read(self, index: int, model_ids: np.ndarray, n: int) -> np.ndarray:
+        """Packed rows [k, ceil(n/8)] of array `index` (0 correct, 1 observed), bits beyond n cleared."""
+        width = packed_width(n)
+        array = self._arrays()[index]
+        out = np.zeros((model_ids.size, width), dtype=np.uint8)
+        for group, b0, b1 in self._blocks(model_ids, width):
+            out[group, b0:b1] = array.oindex[model_ids[group], b0:b1]
+        if width:
+            out[:, -1] &= _tail_mask(n)
+        return out
+
+    def _packed_rows(self, rows: np.ndarray, k: int, n: int, what: str) -> np.ndarray:
+        """Validate packed rows as uint8 [k, ceil(n/8)] and return a copy with the bits beyond n cleared."""
+        rows = np.asarray(rows)
+        if rows.dtype != np.uint8 or rows.shape != (k, packed_width(n)):
+            raise ValueError(
+                f"{what} must be uint8 of shape ({k}, {packed_width(n)}) = np.packbits(rows, axis=1) for {k} rows "
+                f"over n = {n} samples, got {rows.dtype} with shape {rows.shape}"
+            )
+        rows = rows.copy()
+        if n:
+            rows[:, -1] &= _tail_mask(n)
+        return rows
+
+    # -- registry growth ----------------------------------------------------------------------------------------
+    def add_samples(self, records: Sequence[Mapping[str, Any]]) -> list[int]:
+        """Append samples (dicts of source, domain, label, content_hash) as new columns, all cells unobserved 0."""
+        with self._writing(), self._registry.transaction():
+            ids = self._registry.insert_samples(records)
+            n, _ = self._registry.counts()
+            for array in self._arrays():
+                rows, width = array.shape
+                if packed_width(n) > width:
+                    array.resize((rows, packed_width(n)))
+        return ids
+
+    def add_models(
+        self,
+        names: Sequence[str],
+        metadata: Sequence[Mapping[str, Any]] | None = None,
+        *,
+        rows: np.ndarray | None = None,
+        observed: bool = True,
+    ) -> list[int]:
+        """Append models as new rows: all cells unobserved 0, or `rows` (packed [k, ceil(n/8)]) as facts/predictions.
+
+        Registering a model together with its row is one atomic insert: after a kill, either both or neither exist.
+        """
+        names = list(names)
+        metadata = [{} for _ in names] if metadata is None else list(metadata)
+        if len(metadata) != len(names):
+            raise ValueError(f"got {len(names)} model names but {len(metadata)} metadata entries: give one per model")
+        with self._writing(), self._registry.transaction():
+            n, m = self._registry.counts()
+            if rows is not None:
+                rows = self._packed_rows(rows, len(names), n, "rows")
+            ids = self._registry.insert_models(names, metadata)
+            new_m = m + len(names)
+            correct, observed_array = self._arrays()
+            capacity = max(correct.shape[0], observed_array.shape[0])
+            for array in (correct, observed_array):
+                if new_m > array.shape[0]:
+                    array.resize((new_m, max(array.shape[1], packed_width(n))))
+            width = packed_width(n)
+            if rows is not None and width:
+                correct[m:new_m, :width] = rows
+                observed_array[m:new_m, :width] = self._packed_rows(
+                    np.full((len(names), width), 0xFF if observed else 0, dtype=np.uint8), len(names), n, "mask"
+                )
+            elif capacity > m and width:  # rows a killed insert may have written: make them zero before exposing them
+                stale = np.zeros((min(capacity, new_m) - m, width), dtype=np.uint8)
+                correct[m : m + stale.shape[0], :width] = stale
+                observed_array[m : m + stale.shape[0], :width] = stale
+        return ids
+
+    # -- cell writes --------------------------------------------------------------------------------------------
+    def write_rows(
+        self,
+        model_ids: Sequence[int] | np.ndarray,
+        sample_ids: Sequence[int] | np.ndarray,
+        values: np.ndarray,
+        *,
+        observed: bool = True,
+    ) -> None:
+        """Set cells model_ids x sample_ids to `values` (0/1, shape [models, samples]) as facts or predictions.
+
+        A prediction (observed=False) never overwrites an observed cell: facts win.
+        """
+        with self._writing():
+            n, m = self._registry.counts()
+            rows = _index_array(model_ids, m, "model")
+            cols = _index_array(sample_ids, n, "sample")
+            values = np.asarray(values)
+            if values.shape != (rows.size, cols.size) or not np.isin(values, (0, 1)).all():
+                raise ValueError(
+                    f"values must be 0/1 of shape ({rows.size}, {cols.size}) = (models, samples), "
+                    f"got {values.dtype} with shape {values.shape}"
+                )
+            values = values.astype(bool)
+            correct, observed_array = self._arrays()
+            byte_of, bit_of = cols >> 3, (0x80 >> (cols & 7)).astype(np.uint8)
+            for group, b0, b1 in self._blocks(rows, packed_width(n)):
+                in_span = np.flatnonzero((byte_of >= b0) & (byte_of < b1))
+                if not in_span.size:
+                    continue
+                r0, r1 = int(rows[group].min()), int(rows[group].max()) + 1
+                c0, c1 = int(byte_of[in_span].min()), int(byte_of[in_span].max()) + 1
+                cells = np.ix_(rows[group] - r0, byte_of[in_span] - c0)
+                bits = np.broadcast_to(bit_of[in_span], (group.size, in_span.size))
+                wanted = values[np.ix_(group, in_span)]
+                block, seen = correct[r0:r1, c0:c1], observed_array[r0:r1, c0:c1]
+                writable = np.ones_like(wanted) if observed else (seen[cells] & bits) == 0
+                rr, cc = (np.broadcast_to(index, bits.shape) for index in cells)
+                ones, zeros = writable & wanted, writable & ~wanted
+                np.bitwise_or.at(block, (rr[ones], cc[ones]), bits[ones])
+                np.bitwise_and.at(block, (rr[zeros], cc[zeros]), ~bits[zeros])
+                correct[r0:r1, c0:c1] = block
+                if observed:
+                    np.bitwise_or.at(seen, (rr, cc), bits)
+                    observed_array[r0:r1, c0:c1] = seen
+
+    def write_estimated_row(
+        self, model_id: int, packed_row: np.ndarray, threshold: int, sort_version: int, method: str, budget: int
+    ) -> None:
+        """Store a model's predicted row (packed [ceil(n/8)]); observed cells keep their values; record the estimate."""
+        with self._writing(), self._registry.transaction():
+            n, m = self._registry.counts()
+            row_id = _index_array([model_id], m, "model")
+            predicted = self._packed_rows(np.asarray(packed_row).reshape(1, -1), 1, n, "packed_row")
+            if sort_version not in {record.version for record in self._registry.sorts()}:
+                raise ValueError(f"sort version {sort_version} does not exist: save the sort first (save_sort)")
+            if not 0 <= threshold <= n or not 0 <= budget <= n or not method:
+                raise ValueError(
+                    f"threshold {threshold} and budget {budget} must lie in 0..n = {n}, and method ({method!r}) "
+                    "must name the estimator"
+                )
+            old, seen = self._read(0, row_id, n), self._read(1, row_id, n)
+            if predicted.shape[1]:
+                self._arrays()[0][model_id : model_id + 1, : predicted.shape[1]] = (seen & old) | (~seen & predicted)
+            self._registry.put_estimate(model_id, threshold, n, sort_version, method, budget)
+
+    def record_estimates(
+        self,
+        model_ids: Sequence[int] | np.ndarray,
+        thresholds: Sequence[int] | np.ndarray,
+        sort_version: int,
+        method: str,
+        budget: int,
+    ) -> None:
+        """Register estimates for rows whose predicted cells are already stored (e.g. given to `add_models` with
+        observed=False): one transaction for any number of models, so inserting many models stays fast."""
+        thresholds = np.asarray(thresholds, dtype=np.int64)
+        with self._writing(), self._registry.transaction():
+            n, m = self._registry.counts()
+            ids = _index_array(model_ids, m, "model")
+            if thresholds.shape != ids.shape:
+                raise ValueError(f"{ids.size} models but {thresholds.size} thresholds: give one threshold per model")
+            if sort_version not in {record.version for record in self._registry.sorts()}:
+                raise ValueError(f"sort version {sort_version} does not exist: save the sort first (save_sort)")
+            if ids.size and (thresholds.min() < 0 or thresholds.max() > n) or not 0 <= budget <= n or not method:
+                raise ValueError(
+                    f"thresholds and budget {budget} must lie in 0..n = {n}, and method ({method!r}) must name the "
+                    "estimator"
+                )
+            self._registry.put_estimates(ids.tolist(), thresholds.tolist(), n, sort_version, method, budget)
+
+    # -- reads --------------------------------------------------------------------------------------------------
+    def read_rows(self, model_ids: Sequence[int] | np.ndarray) -> np.ndarray:
+        """Packed correctness rows, uint8 [k, ceil(n/8)]: observed facts and predictions alike."""
+        n, m = self._registry.counts()
+        return self._read(0, _index_array(model_ids, m, "model"), n)
+
+    def read_observed(self, model_ids: Sequence[int] | np.ndarray) -> np.ndarray:
+        """Packed observed masks, uint8 [k, ceil(n/8)]: bit set = the cell was evaluated."""
+        n, m = self._registry.counts()
+        return self._read(1, _index_array(model_ids, m, "model"), n)
+
+    def _row_counts(self, model_ids: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """Per model: number of correct cells and of observed cells, streamed one chunk at a time."""
+        correct, observed = self._arrays()
+        ones, seen = np.zeros(model_ids.size, np.int64), np.zeros(model_ids.size, np.int64)
+        width = packed_width(n)
+        for group, b0, b1 in self._blocks(model_ids, width):
+            for array, total in ((correct, ones), (observed, seen)):
+                block = array.oindex[model_ids[group], b0:b1]
+                if b1 == width:
+                    block[:, -1] &= _tail_mask(n)
+                total[group] += _POPCOUNT[block].sum(axis=1, dtype=np.int64)
+        return ones, seen
+
+    def accuracies(self, model_ids: Sequence[int] | np.ndarray | None = None) -> dict[int, Accuracy]:
+        """Accuracy over all n samples per model, with its kind and observed fraction.
+
+        kind: 'observed' = every cell evaluated; 'estimated' = the row has an estimate (write_estimated_row), its
+        unobserved cells are that estimate's predictions; 'mixed' = neither: unobserved cells are predictions from
+        write_rows(observed=False), or never set (they count as 0; the observed fraction shows how many).
+        """
+        n, m = self._registry.counts()
+        if n == 0:
+            raise ValueError("the store has no samples, so no accuracy is defined: add samples first")
+        ids = np.arange(m) if model_ids is None else _index_array(model_ids, m, "model")
+        ones, seen = self._row_counts(ids, n)
+        estimated = self._registry.estimates()
+        result = {}
+        for model, correct, observed in zip(ids.tolist(), ones.tolist(), seen.tolist(), strict=True):
+            kind = "observed" if observed == n else "estimated" if model in estimated else "mixed"
+            result[model] = Accuracy(correct / n, kind, observed / n)
+        return result
+
+    def sample_ids(self, *, source: str | None = None, domain: str | None = None) -> np.ndarray:
+        """Ids (= column indices, int64) of all samples, or of those from one source and/or domain."""
+        if source is None and domain is None:
+            return np.arange(self._registry.counts()[0], dtype=np.int64)
+        return self._registry.sample_ids_where(source=source, domain=domain)
+
+    def sorts(self) -> list[SortRecord]:
+        """Every saved sort version's record (version, file, samples and models it covered, ranking models)."""
+        return self._registry.sorts()
+
+    def estimates(self) -> dict[int, EstimateRecord]:
+        """Every estimated row's record (threshold, n at estimation, sort version, method, budget), by model id."""
+        return self._registry.estimates()
+
+    def size(self) -> tuple[int, int]:
+        """(samples n, models m) as committed in the registry: cheap, unlike `status()`."""
+        return self._registry.counts()
+
+    def model_ids(self) -> np.ndarray:
+        """Ids (= row indices, int64) of all models."""
+        return np.arange(self._registry.counts()[1], dtype=np.int64)
+
+    def model_by_name(self, name: str) -> ModelRecord:
+        """The model registered under `name` (id, name, metadata, created)."""
+        return self._registry.model_by_name(name)
+
+    def model_records(self) -> list[ModelRecord]:
+        """Every model (id, name, metadata, created), by id."""
+        return self._registry.model_records()
+
+    # -- sorts --------------------------------------------------------------------------------------------------
+    def save_sort(self, order: np.ndarray, ranking_models: Sequence[int] | np.ndarray) -> int:
+        """Save a sample order (a permutation of all n samples) computed from `ranking_models`; returns its version."""
+        order = np.asarray(order)
+        with self._writing(), self._registry.transaction():
+            n, m = self._registry.counts()
+            problem = permutation_problem(order, n)
+            if problem:
+                raise ValueError(f"cannot save this sort: {problem}")
+            models = _index_array(ranking_models, m, "model")
+            version = self._registry.next_sort_version()
+            target = self.path / SORTS_DIR / f"v{version:06d}.npy"
+            write_sort_file(target, order, n)
+            self._registry.put_sort(version, target.name, n, m, models.tolist())
+        return version
+
+    def load_sort(self, version: int) -> np.ndarray:
+        """The sample order saved as `version`."""
+        for record in self._registry.sorts():
+            if record.version == version:
+                return np.load(self.path / SORTS_DIR / record.file, allow_pickle=False)
+        raise KeyError(f"no sort version {version} in the store: see status()['latest_sort']")
+
+    def latest_sort(self) -> tuple[int, np.ndarray]:
+        """(version, order) of the most recently saved sort."""
+        records = self._registry.sorts()
+        if not records:
+            raise LookupError(f"store {self.path} has no saved sort yet: compute one and call save_sort(order, models)")
+        return records[-1].version, self.load_sort(records[-1].version)
+
+    # -- summaries ----------------------------------------------------------------------------------------------
+    def status(self) -> dict[str, Any]:
+        """n, m, observed fraction of the whole matrix (streamed), number of estimated rows, latest sort version."""
+        n, m = self._registry.counts()
+        observed = int(self._row_counts(np.arange(m), n)[1].sum()) if n and m else 0
+        sorts = self._registry.sorts()
+        return {
+            "n": n,
+            "m": m,
+            "observed_fraction": observed / (n * m) if n and m else float("nan"),
+            "estimated_rows": len(self._registry.estimates()),
+            "latest_sort": sorts[-1].version if sorts else None,
+        }
+
+    def check(self) -> list[str]:
+        """Integrity problems (empty = healthy): shapes vs n and m, registry, sort files, orphan files.
+
+        Takes the write lock, so it first cleans up after a killed writer, as any write would.
+        """
+        with self._writing():
+            problems = self._registry.check()
+            meta = self._registry.meta()
+            n, m = meta["n"], meta["m"]
+            try:
+                arrays = self._arrays()
+            except (FileNotFoundError, ValueError) as error:
+                return [*problems, f"matrix: cannot open the arrays ({error}): restore them from a backup"]
+            for name, array in zip(ARRAYS, arrays, strict=True):
+                rows, width = array.shape
+                if array.dtype != np.uint8 or rows < m or width < packed_width(n):
+                    problems.append(
+                        f"matrix: {name} is {array.dtype} of shape {array.shape}, but the registry needs uint8 with "
+                        f"at least ({m}, {packed_width(n)}) for m = {m} models and n = {n} samples"
+                    )
+                if array.chunks != self._chunks():
+                    problems.append(f"matrix: {name} has chunks {array.chunks}, the registry says {self._chunks()}")
+            problems += sort_file_problems(self.path, self._registry.sorts(), n, m)
+            problems += [f"orphan file {path}: left by an interrupted write; delete it" for path in self._orphans()]
+        return problems

@@ -1,0 +1,208 @@
+"""BenchStore: growth along both axes, facts vs predictions, registry errors, sort versions, integrity checks."""
+
+import sqlite3
+
+import numpy as np
+import pytest
+import zarr
+
+from lifelong.sortsearch.store import BenchStore
+
+
+def _records(prefix: str, count: int, domain: str = "clean") -> list[dict]:
+    """Sample records with unique content hashes."""
+    return [dict(source=prefix, domain=domain, label=i % 10, content_hash=f"{prefix}-{i}") for i in range(count)]
+
+
+def _unpack(packed: np.ndarray, n: int) -> np.ndarray:
+    """Dense 0/1 rows from packed rows."""
+    return np.unpackbits(packed, axis=1, count=n)
+
+
+@pytest.fixture
+def store(tmp_path):
+    """An empty store with tiny chunks, so every test crosses chunk borders on both axes."""
+    with BenchStore.create(tmp_path / "store", chunk_models=3, chunk_samples=16) as opened:
+        yield opened
+
+
+def test_create_open_round_trip(tmp_path):
+    path = tmp_path / "store"
+    with BenchStore.create(path, chunk_models=2, chunk_samples=8) as store:
+        store.add_samples(_records("cifar", 5) + _records("cinic", 4, domain="shifted"))
+        rows = np.packbits(np.eye(3, 9, dtype=np.uint8), axis=1)
+        store.add_models(["a", "b", "c"], [{"params": 1}, {}, {"tags": ["x"]}], rows=rows)
+        version = store.save_sort(np.arange(9)[::-1], [0, 1])
+    with BenchStore.open(path) as store:
+        assert store.status() == {"n": 9, "m": 3, "observed_fraction": 1.0, "estimated_rows": 0, "latest_sort": version}
+        np.testing.assert_array_equal(store.read_rows([0, 1, 2]), rows)
+        assert store.model_by_name("c").id == 2 and store.model_by_name("a").metadata == {"params": 1}
+        np.testing.assert_array_equal(store.sample_ids(domain="shifted"), [5, 6, 7, 8])
+        np.testing.assert_array_equal(store.sample_ids(), np.arange(9))
+        np.testing.assert_array_equal(store.model_ids(), [0, 1, 2])
+        assert store.check() == []
+    with pytest.raises(FileExistsError, match="already exists"):
+        BenchStore.create(path)
+    with pytest.raises(FileNotFoundError, match="create it"):
+        BenchStore.open(tmp_path / "missing")
+    with pytest.raises(ValueError, match="multiple of 8"):
+        BenchStore.create(tmp_path / "other", chunk_samples=12)
+
+
+def test_growing_both_axes_matches_a_dense_mirror(store):
+    rng = np.random.default_rng(0)
+    correct = np.zeros((0, 0), dtype=np.uint8)
+    observed = np.zeros((0, 0), dtype=np.uint8)
+    for step in range(12):
+        new_n = int(rng.integers(1, 12))
+        store.add_samples(_records(f"s{step}", new_n))
+        correct = np.pad(correct, ((0, 0), (0, new_n)))
+        observed = np.pad(observed, ((0, 0), (0, new_n)))
+        m, n = correct.shape
+        new_m = int(rng.integers(1, 4))
+        if step % 2:
+            dense = rng.integers(0, 2, (new_m, n), dtype=np.uint8)
+            ids = store.add_models([f"m{step}-{i}" for i in range(new_m)], rows=np.packbits(dense, axis=1))
+            correct, observed = np.vstack([correct, dense]), np.vstack([observed, np.ones_like(dense)])
+        else:
+            ids = store.add_models([f"m{step}-{i}" for i in range(new_m)])
+            correct, observed = np.pad(correct, ((0, new_m), (0, 0))), np.pad(observed, ((0, new_m), (0, 0)))
+        assert ids == list(range(m, m + new_m))
+        rows = rng.choice(m + new_m, size=min(4, m + new_m), replace=False)
+        cols = rng.choice(n, size=min(9, n), replace=False)
+        values = rng.integers(0, 2, (rows.size, cols.size))
+        is_fact = bool(step % 3)
+        store.write_rows(rows, cols, values, observed=is_fact)
+        cells = np.ix_(rows, cols)
+        writable = np.ones(values.shape, bool) if is_fact else observed[cells] == 0
+        correct[cells] = np.where(writable, values, correct[cells])
+        observed[cells] |= is_fact
+        everyone = store.model_ids()[::-1]
+        np.testing.assert_array_equal(_unpack(store.read_rows(everyone), n), correct[everyone])
+        np.testing.assert_array_equal(_unpack(store.read_observed(everyone), n), observed[everyone])
+    accuracies = store.accuracies()
+    np.testing.assert_allclose([accuracies[i].accuracy for i in range(correct.shape[0])], correct.mean(axis=1))
+    np.testing.assert_allclose([accuracies[i].observed_fraction for i in range(correct.shape[0])], observed.mean(1))
+    assert store.status()["observed_fraction"] == pytest.approx(observed.mean())
+    assert store.check() == []
+
+
+def test_facts_win_over_predictions_and_accuracy_kinds(store):
+    store.add_samples(_records("s", 20))
+    full = np.packbits(np.tile([1, 0], 10).astype(np.uint8)[None], axis=1)
+    store.add_models(["full"], rows=full)
+    store.add_models(["partial", "estimated"])
+    store.write_rows([1, 2], [0, 1, 2, 3], np.array([[1, 1, 1, 1], [0, 0, 0, 0]]))
+    store.write_rows([1], [0, 1, 4], np.array([[0, 0, 1]]), observed=False)  # cells 0, 1 are facts: kept
+    np.testing.assert_array_equal(_unpack(store.read_rows([1]), 20)[0, :6], [1, 1, 1, 1, 1, 0])
+    np.testing.assert_array_equal(_unpack(store.read_observed([1]), 20)[0, :6], [1, 1, 1, 1, 0, 0])
+    version = store.save_sort(np.arange(20), [0])
+    store.write_estimated_row(2, np.packbits(np.ones(20, np.uint8)), 14, version, "dp-uniform", 4)
+    estimated = _unpack(store.read_rows([2]), 20)[0]
+    np.testing.assert_array_equal(estimated, [0] * 4 + [1] * 16)  # observed zeros survive the all-ones prediction
+    accuracies = store.accuracies()
+    assert accuracies[0] == (0.5, "observed", 1.0)
+    assert accuracies[1] == (5 / 20, "mixed", 4 / 20)
+    assert accuracies[2] == (16 / 20, "estimated", 4 / 20)
+    assert store.status()["estimated_rows"] == 1
+    with pytest.raises(ValueError, match="sort version 7 does not exist"):
+        store.write_estimated_row(1, np.zeros(3, np.uint8), 0, 7, "dp", 0)
+
+
+def test_duplicates_are_refused_and_leave_the_store_unchanged(store):
+    store.add_samples(_records("s", 4))
+    store.add_models(["resnet"])
+    with pytest.raises(ValueError, match="content_hash 's-2' is already in the store"):
+        store.add_samples(_records("t", 2) + [dict(source="x", domain="d", label=0, content_hash="s-2")])
+    with pytest.raises(ValueError, match="duplicate content_hash 't-0' within"):
+        store.add_samples(_records("t", 1) * 2)
+    with pytest.raises(ValueError, match="model named 'resnet' is already in the store"):
+        store.add_models(["vit", "resnet"])
+    with pytest.raises(ValueError, match="duplicate model name 'vit'"):
+        store.add_models(["vit", "vit"])
+    with pytest.raises(ValueError, match="expected exactly"):
+        store.add_samples([dict(source="x", content_hash="new")])
+    assert (store.status()["n"], store.status()["m"]) == (4, 1)
+    assert store.check() == []
+
+
+def test_bad_cell_writes_name_the_problem(store):
+    store.add_samples(_records("s", 10))
+    store.add_models(["a"])
+    with pytest.raises(ValueError, match=r"shape \(2, 2\)"):
+        store.add_models(["b", "c"], rows=np.zeros((2, 1), np.uint8))
+    with pytest.raises(IndexError, match="sample id 10 is out of range"):
+        store.write_rows([0], [10], np.ones((1, 1)))
+    with pytest.raises(ValueError, match="0/1 of shape"):
+        store.write_rows([0], [1, 2], np.array([[2, 0]]))
+    with pytest.raises(ValueError, match="duplicates"):
+        store.read_rows([0, 0])
+    with pytest.raises(ValueError, match="no samples"):
+        BenchStore.create(store.path.parent / "empty").accuracies()
+
+
+def test_sort_versions(store):
+    store.add_samples(_records("s", 6))
+    store.add_models(["a", "b"])
+    with pytest.raises(LookupError, match="no saved sort"):
+        store.latest_sort()
+    first = store.save_sort(np.array([5, 4, 3, 2, 1, 0]), [0, 1])
+    second = store.save_sort(np.array([0, 2, 4, 1, 3, 5]), [1])
+    assert (first, second) == (1, 2)
+    version, order = store.latest_sort()
+    assert version == 2 and order.dtype == np.int32
+    np.testing.assert_array_equal(order, [0, 2, 4, 1, 3, 5])
+    np.testing.assert_array_equal(store.load_sort(1), [5, 4, 3, 2, 1, 0])
+    with pytest.raises(ValueError, match="not a permutation"):
+        store.save_sort(np.array([0, 0, 1, 2, 3, 4]), [0])
+    with pytest.raises(ValueError, match="should cover all 6 samples"):
+        store.save_sort(np.arange(5), [0])
+    with pytest.raises(IndexError, match="model id 9"):
+        store.save_sort(np.arange(6), [9])
+    assert store.status()["latest_sort"] == 2
+
+
+def test_check_finds_planted_problems(store):
+    store.add_samples(_records("s", 10))
+    store.add_models(["a", "b"])
+    store.save_sort(np.arange(10), [0])
+    store.save_sort(np.arange(10), [1])
+    assert store.check() == []
+    sorts = store.path / "sorts"
+    np.save(sorts / "v000001.npy", np.zeros(10, np.int32))  # no longer a permutation
+    (sorts / "v000002.npy").unlink()
+    np.save(sorts / "v000099.npy", np.arange(10))  # no registry entry
+    (store.path / "correct.zarr" / "zarr.abc.partial").write_bytes(b"half")
+    with sqlite3.connect(store.path / "registry.sqlite") as con:
+        con.execute("INSERT INTO estimated_rows VALUES (7, 3, 10, 1, 'dp', 4, 'now')")
+        con.execute("UPDATE meta SET value = 40 WHERE key = 'n'")
+    problems = "\n".join(store.check())
+    for expected in [
+        "sort version 1 (v000001.npy): order is not a permutation",
+        "sort version 2 (v000002.npy): file missing",
+        "orphan file " + str(sorts / "v000099.npy"),
+        "zarr.abc.partial: left by an interrupted write",
+        "estimated row of model 7 names no registered model",
+        "meta n = 40 but table samples has 10 rows",
+        "correct is uint8 of shape (2, 2), but the registry needs uint8 with at least (2, 5)",
+    ]:
+        assert expected in problems
+
+
+def test_leftovers_of_a_killed_writer_are_ignored_then_cleaned(store):
+    """What a SIGKILL can leave (larger arrays, junk rows beyond m, temp files, the marker): reads and check() cope."""
+    store.add_samples(_records("s", 12))
+    store.add_models(["a"], rows=np.packbits(np.ones((1, 12), np.uint8), axis=1))
+    for name in ("correct", "observed"):
+        array = zarr.open_array(store.path / f"{name}.zarr", mode="r+")
+        array.resize((5, 4))
+        array[1:5, :2] = 0xFF  # rows of an insert that never committed
+    (store.path / "observed.zarr" / "c" / "0.1234.partial").write_bytes(b"torn")
+    (store.path / "sorts" / "v000001.npy").write_bytes(b"never registered")
+    (store.path / "WRITING").write_text("12345")
+    assert store.check() == []  # check() takes the write lock, which recovers first
+    assert not (store.path / "WRITING").exists() and not list(store.path.rglob("*.partial"))
+    assert store.add_models(["b", "c"]) == [1, 2]
+    np.testing.assert_array_equal(store.read_rows([1, 2]), np.zeros((2, 2), np.uint8))
+    np.testing.assert_array_equal(store.read_observed([1, 2]), np.zeros((2, 2), np.uint8))
+    assert store.accuracies()[0] == (1.0, "observed", 1.0)
