@@ -167,3 +167,11 @@ def test_html_report_shows_accuracy_matrices(tmp_path):
     page = (tmp_path / "report" / "index.html").read_text()
     assert "Accuracy matrices" in page and "streaming protocol): next_domain" in page
     assert (tmp_path / "report" / "accuracy_matrix_2.png").stat().st_size > 0
+
+
+def test_records_name_the_split_each_bucket_used(tmp_path):
+    result = invoke("run", "--stream", "clear-mini", *SMALL, "--learner", "nearest-mean", "--out", tmp_path)
+    assert result.exit_code == 0, result.output
+    (folder,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    trains = [r for r in RunFolder(folder).read_records() if r["type"] == "train"]
+    assert trains and {r["data_split"] for r in trains} == {"ours"}  # clear-mini has no official split

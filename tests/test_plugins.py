@@ -129,10 +129,10 @@ def test_their_names_are_listed_beside_the_builtins(site, tmp_path):
     streams = _lifelong(site, "streams", "--json", cwd=tmp_path)
     assert streams.returncode == 0, streams.stderr
     rows = {row["name"]: row for row in json.loads(streams.stdout)}
-    assert rows["tiny"]["tasks"] == 3  # listed under the name the stream gives itself
-    assert rows["tiny"]["description"] == "their bars: three tiny in-memory tasks"
-    assert rows["theirs-drift-iid"]["tasks"] == 10  # a temporal source becomes a stream of its labeled buckets
-    assert "mini" in rows and "clear-mini-iid" in rows
+    assert rows["theirs"]["tasks"] == 3  # listed under the name `--stream` takes
+    assert rows["theirs"]["description"] == "their bars: three tiny in-memory tasks"
+    assert rows["theirs-drift"]["tasks"] == 10  # a temporal source becomes a stream of its labeled buckets
+    assert "mini" in rows and "clear-mini" in rows
 
 
 def test_an_unknown_learner_names_the_entry_point_group(site, tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 from pathlib import Path
 
@@ -71,6 +72,8 @@ def run_command(
     from lifelong.commands.run_console import print_run, print_seed_summary
     from lifelong.commands.runner import RunExistsError, RunSpec, execute
     from lifelong.core.executors import make_executor
+    from lifelong.results.lock import RunFolderBusyError
+    from lifelong.run.environment import EventError
     from lifelong.suites import classify_stream
     from lifelong.suites.clear import PROTOCOLS
 
@@ -114,7 +117,7 @@ def run_command(
             "[bold]--resume[/]."
         )
         raise typer.Exit(130) from None
-    except (RunExistsError, FileNotFoundError, ValueError, ImportError) as exc:
+    except (RunExistsError, RunFolderBusyError, EventError, FileNotFoundError, ValueError, ImportError) as exc:
         raise fail(exc) from None
     if results and results[0].get("accuracy_matrix") is not None:
         from lifelong.commands.accuracy_matrix_console import print_matrix_run, print_matrix_seeds
@@ -137,8 +140,8 @@ def streams_command(as_json: bool = typer.Option(False, "--json", help="Print JS
 
     rows = []
     for name, desc in stream_descriptions().items():
-        try:
-            rows.append({**describe_stream(get_stream(name)), "description": desc})
+        try:  # listed by the name `--stream` takes (a temporal stream's own name adds its protocol)
+            rows.append({**describe_stream(get_stream(name)), "name": name, "description": desc})
         except FileNotFoundError:  # a stream read from a data folder that is not there (e.g. clear)
             empty = dict.fromkeys(("tasks", "meta_train", "meta_test", "multi_label"), "-")
             rows.append({"name": name, **empty, "missing": None, "years": None, "description": desc + " [no data]"})
@@ -148,7 +151,7 @@ def streams_command(as_json: bool = typer.Option(False, "--json", help="Print JS
     table = Table(title="streams")
     columns = ("name", "tasks", "meta_train", "meta_test", "multi_label", "description")
     for column in columns:
-        table.add_column(column)
+        table.add_column(column, overflow="fold")
     for row in rows:
         table.add_row(
             *(str(row[c]) for c in ("name", "tasks", "meta_train", "meta_test", "multi_label", "description"))
@@ -162,8 +165,8 @@ def learners_command() -> None:
     from lifelong.learners import describe_learners
 
     table = Table(title="learners")
-    table.add_column("name")
-    table.add_column("description")
+    table.add_column("name", overflow="fold")
+    table.add_column("description", overflow="fold")
     for name, description in describe_learners():
         table.add_row(name, description)
     console.print(table)
@@ -186,6 +189,8 @@ def data_inspect_command(
         typer.echo(json.dumps(info, indent=2, default=str))
         return
     table = Table(title=source, show_header=False)
+    table.add_column("what", overflow="fold")
+    table.add_column("value", overflow="fold")
     for key, value in info.items():
         table.add_row(escape(str(key)), escape(str(value)))
     console.print(table)
@@ -344,9 +349,9 @@ def transfer_matrix_cli(
         raise fail(exc) from None
     atomic_write_bytes(out, json.dumps(result, indent=2).encode())
     table = Table(title=f"transfer matrix of {stream} (accuracy gain over Independent; row = source)")
-    table.add_column("from \\ to")
+    table.add_column("from \\ to", overflow="fold")
     for uid in result["tasks"]:
-        table.add_column(uid, justify="right")
+        table.add_column(uid, justify="right", overflow="fold")
     for uid, row in zip(result["tasks"], result["matrix"], strict=True):
         table.add_row(uid, *(f"{v:+.3f}" if v is not None else "-" for v in row))
     console.print(table)
@@ -369,6 +374,21 @@ def results_command(
         typer.echo(json.dumps(runs, indent=2, default=str))
         return
     print_results(runs, out)
+
+
+def _readable_help(*groups: typer.Typer) -> None:
+    """Usage lines like a usual CLI's: `--out OUT`, `-o OPTION`, bare flags (not `<str>`, `<bool>`, `{run_dirs}`)."""
+    for group in groups:
+        for command in group.registered_commands:
+            for name, parameter in inspect.signature(command.callback).parameters.items():
+                info = parameter.default
+                if not isinstance(info, typer.models.ParameterInfo) or info.metavar is not None:
+                    continue
+                is_flag = parameter.annotation in (bool, "bool")
+                info.metavar = "" if is_flag and isinstance(info, typer.models.OptionInfo) else name.upper()
+
+
+_readable_help(app, data_app, bench_app)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -223,3 +224,158 @@ def test_timestamp_csv_corrupt_image_is_named_or_skipped(tmp_path):
         TimestampCsv(path, num_buckets=2).labeled(1)
     source = TimestampCsv(path, num_buckets=2, skip_corrupt=True)
     assert len(source.labeled(1)) == 1 and source.notes["corrupt_skipped"] == 1
+
+
+# ---------------------------------------------------------------------------------------------------------
+# CLEAR's official splits: the original release's split files and the newer release's test folder
+
+SORTED = ("BACKGROUND", "bus", "camera")
+
+
+def _solid(path: Path, value: int) -> None:
+    """A 4x4 PNG of one grey value: the value names the image after decoding."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.new("RGB", (4, 4), (value,) * 3).save(path)
+
+
+def _labeled(folder: Path, buckets=(1, 2), per_class: int = 4, start: int = 0) -> dict[int, list]:
+    """folder/labeled_images/<b>/<class>/<value>.png -> {bucket: [(path relative to folder, class index, value)]}."""
+    rows: dict[int, list] = {}
+    value = start
+    for b in buckets:
+        for k, name in enumerate(SORTED):
+            for _ in range(per_class):
+                value += 1
+                rel = f"labeled_images/{b}/{name}/{value}.png"
+                _solid(folder / rel, value)
+                rows.setdefault(b, []).append((rel, k, value))
+    return rows
+
+
+def _original_release(root: Path, seeds=range(5)) -> dict[tuple[int, int], dict[str, set[int]]]:
+    """CLEAR's first release: labeled_images/ and training_folder/testset_ratio_0.3/split_<seed>/<bucket>/*.txt.
+
+    Each bucket holds 12 images; every split puts int(12 * 0.3) = 3 in test, as the release's script does.
+    Returns {(seed, bucket): {"train": values, "test": values}}.
+    """
+    rows = _labeled(root)
+    (root / "class_names.txt").write_text("\n".join(SORTED))
+    expected = {}
+    for seed in seeds:
+        for bucket, items in rows.items():
+            order = np.random.default_rng(seed).permutation(len(items))
+            parts = {"test": [items[i] for i in order[:3]], "train": [items[i] for i in order[3:]]}
+            folder = root / "training_folder" / "testset_ratio_0.3" / f"split_{seed}" / str(bucket)
+            folder.mkdir(parents=True)
+            for part, chosen in parts.items():
+                (folder / f"{part}.txt").write_text("\n".join(f"{rel} {k}" for rel, k, _ in chosen))
+            expected[seed, bucket] = {part: {v for *_, v in chosen} for part, chosen in parts.items()}
+    return expected
+
+
+def _values(data) -> set[int]:
+    return {int(img[0, 0, 0]) for img in data.images}
+
+
+def test_clear_folder_reads_the_original_release_split_files_for_each_seed(tmp_path):
+    expected = _original_release(tmp_path / "clear10")
+    source = ClearFolder(tmp_path / "clear10")
+    splits = source.official_splits
+    assert splits is not None and splits.problem is None
+    assert (splits.kind, splits.seeds) == ("seeded", (0, 1, 2, 3, 4))
+    assert splits.where == str(tmp_path / "clear10" / "training_folder" / "testset_ratio_0.3")
+    assert splits.name(2) == "official:split_2"
+    for seed in range(5):
+        for bucket in (1, 2):
+            train, test = source.official_split(bucket, seed)
+            assert (len(train), len(test)) == (9, 3)  # the files' sizes, not our 70/30 (8 / 4 at 12)
+            assert _values(train) == expected[seed, bucket]["train"] and _values(test) == expected[seed, bucket]["test"]
+            for data in (train, test):  # labels follow the class folders
+                assert all(Path(i).parent.name == SORTED[y] for i, y in zip(data.ids, data.labels, strict=True))
+    assert len(source.labeled(1)) == 12  # the whole bucket stays available (streaming)
+    with pytest.raises(ValueError, match=r"no official split for seed 7.*seeds \[0, 1, 2, 3, 4\]"):
+        source.official_split(1, 7)
+
+
+def test_clear_folder_reads_the_newer_release_test_folder(tmp_path):
+    _labeled(tmp_path / "train_image_only", per_class=3)
+    _labeled(tmp_path / "test", per_class=2, start=100)
+    for root in (tmp_path, tmp_path / "train_image_only"):  # the release folder, or its training folder
+        source = ClearFolder(root)
+        splits = source.official_splits
+        assert (splits.kind, splits.where, splits.problem) == ("test-folder", str(tmp_path / "test"), None)
+        assert splits.name(7) == "official:test-folder"
+        assert _values(source.labeled(1)) == set(range(1, 10))
+        train, test = source.official_split(2, seed=7)  # any seed: one test set
+        assert (len(train), len(test)) == (9, 6)
+        assert _values(train) == set(range(10, 19)) and _values(test) == set(range(107, 113))
+        assert all(Path(i).is_relative_to(tmp_path / "test") for i in test.ids)
+
+
+def test_clear_folder_without_official_splits_says_so(tmp_path):
+    source = ClearFolder(_clear_tree(tmp_path / "c"))
+    assert source.official_splits is None
+    with pytest.raises(ValueError, match="no official split here"):
+        source.official_split(1, 0)
+    only_test = tmp_path / "t"  # a test set alone is read as the data, never as its own test set
+    _labeled(only_test / "test")
+    assert ClearFolder(only_test).official_splits is None
+    assert ClearFolder(only_test / "test").official_splits is None
+    _labeled(tmp_path / "test", buckets=(1,))  # a sibling of a plain release folder is not its test set
+    assert ClearFolder(tmp_path / "c").official_splits is None
+
+
+def test_official_split_layout_problems_name_the_path(tmp_path):
+    ratio = tmp_path / "a" / "training_folder" / "testset_ratio_0.3"
+    _original_release(tmp_path / "a", seeds=(0,))
+    (ratio / "latest").mkdir()
+    assert str(ratio / "latest") in ClearFolder(tmp_path / "a").official_splits.problem
+    _original_release(tmp_path / "b", seeds=(0, 1))
+    missing = tmp_path / "b" / "training_folder" / "testset_ratio_0.3" / "split_1" / "2" / "test.txt"
+    missing.unlink()
+    splits = ClearFolder(tmp_path / "b").official_splits
+    assert f"official split file {str(missing)!r} is missing" in splits.problem and splits.seeds == (0, 1)
+    _labeled(tmp_path / "c" / "train_image_only")
+    (tmp_path / "c" / "test" / "images").mkdir(parents=True)
+    problem = ClearFolder(tmp_path / "c").official_splits.problem
+    assert f"the test set {str(tmp_path / 'c' / 'test')!r} cannot be read" in problem
+    _labeled(tmp_path / "d" / "train_image_only", buckets=(1, 2))
+    _labeled(tmp_path / "d" / "test", buckets=(1,))
+    assert "has no labeled bucket [2]" in ClearFolder(tmp_path / "d").official_splits.problem
+    not_a_release = tmp_path / "d" / "test" / "labeled_images"
+    with pytest.raises(FileNotFoundError, match=re.escape(f"{str(not_a_release)!r} does not look like a CLEAR")):
+        ClearFolder(not_a_release)  # not a release: the error names it
+
+
+def test_official_split_file_errors_name_the_line(tmp_path):
+    _original_release(tmp_path, seeds=(0,))
+    train_txt = tmp_path / "training_folder" / "testset_ratio_0.3" / "split_0" / "1" / "train.txt"
+    lines = train_txt.read_text().splitlines()
+    source = ClearFolder(tmp_path)
+    train_txt.write_text("\n".join([lines[0].replace("labeled_images/1/", "labeled_images/2/"), *lines[1:]]))
+    with pytest.raises(ValueError, match=r"train\.txt:1: .* is not under labeled_images/1/"):
+        source.official_split(1, 0)
+    rel, k = lines[0].split()
+    train_txt.write_text("\n".join([f"{rel} {(int(k) + 1) % 3}", *lines[1:]]))
+    with pytest.raises(ValueError, match=r"train\.txt:1: class index \d \(\w+\) but .* is of class"):
+        source.official_split(1, 0)
+    train_txt.write_text("\n".join([*lines, lines[0]]))
+    with pytest.raises(ValueError, match=r"train\.txt:10: .* is listed twice"):
+        source.official_split(1, 0)
+
+
+def test_official_split_of_all_pth_features_uses_the_index_lists(tmp_path):
+    (tmp_path / "class_names.txt").write_text("\n".join(SORTED))
+    ratio = tmp_path / "training_folder" / "testset_ratio_0.3"
+    for bucket in (1, 2):
+        _save(
+            tmp_path / "features" / "moco_b0" / str(bucket) / "all.pth",
+            (torch.arange(10.0)[:, None], [0, 1, 2] * 3 + [0]),
+        )
+        (ratio / "split_0" / str(bucket)).mkdir(parents=True)
+        (ratio / "split_0" / str(bucket) / "train_indices.json").write_text("[9, 0, 4, 5, 6, 7, 8]")
+        (ratio / "split_0" / str(bucket) / "test_indices.json").write_text("[1, 2, 3]")
+    source = ClearFolder(tmp_path, feature="moco_b0")
+    assert (source.official_splits.kind, source.official_splits.seeds) == ("seeded", (0,))
+    train, test = source.official_split(1, 0)
+    assert train.features[:, 0].tolist() == [9, 0, 4, 5, 6, 7, 8] and test.labels.tolist() == [1, 2, 0]

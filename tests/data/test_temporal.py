@@ -10,6 +10,8 @@ import pytest
 from lifelong.data.temporal import (
     CLEAR_EDGES,
     LabeledFeatures,
+    OfficialSplits,
+    OfficialSplitSource,
     TemporalSource,
     equal_count_buckets,
     iso_date,
@@ -132,3 +134,21 @@ def test_temporal_source_protocol_is_checkable():
             return np.zeros((0, 1, 1, 1), np.uint8)
 
     assert isinstance(Fake(), TemporalSource)
+
+
+def test_official_splits_name_the_split_a_run_uses():
+    seeded = OfficialSplits("seeded", "/data/clear10/training_folder/testset_ratio_0.3", seeds=(0, 1, 2, 3, 4))
+    assert seeded.name(2) == "official:split_2" and seeded.problem is None
+    assert OfficialSplits("test-folder", "/data/clear10/test").name(7) == "official:test-folder"
+    with pytest.raises(ValueError, match="kind must be one of"):
+        OfficialSplits("random", "/x")
+
+
+def test_official_split_sources_are_recognised():
+    class WithSplits:
+        official_splits = None
+
+        def official_split(self, bucket, seed):
+            raise ValueError("none")
+
+    assert isinstance(WithSplits(), OfficialSplitSource) and not isinstance(object(), OfficialSplitSource)

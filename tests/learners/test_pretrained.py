@@ -127,3 +127,17 @@ def test_checkpoint_errors_say_what_to_do(checkpoint, tmp_path):
 def test_check_learner_passes(checkpoint, name):
     summary = check_learner(make_learner(name, checkpoint=str(checkpoint), **TINY))
     assert summary["cumulative_train_flops"] > 0
+
+
+def test_pretraining_reports_every_epoch_of_every_trial(tmp_path):
+    records = []
+    pretrain(
+        "builtin:letters",
+        out=tmp_path / "p.pt",
+        epochs=2,
+        resolution=16,
+        options={"n_per_class": 8, "size": 16},
+        recipe={"trials": 2, "min_batch_size": 16, "max_batch_size": 32},
+        progress=records.append,
+    )
+    assert [r.epoch for r in records] == [1, 2, 1, 2]  # what `lifelong pretrain`'s progress bar counts

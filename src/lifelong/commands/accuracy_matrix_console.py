@@ -36,9 +36,9 @@ def print_matrix_run(result: dict) -> None:
     """The accuracy matrix in percent (rows: after training bucket i; columns: evaluated on bucket j) and metrics."""
     labels = _labels(result)
     table = Table(title=f"{result['run_id']}  ({result['path']}): accuracy %, {result['matrix_protocol']} protocol")
-    table.add_column("after \\ on", no_wrap=True)
+    table.add_column("after \\ on", overflow="fold")
     for label in labels:
-        table.add_column(label.removeprefix("bucket"), justify="right")
+        table.add_column(label.removeprefix("bucket"), justify="right", overflow="fold")
     for label, row in zip(labels, result["accuracy_matrix"], strict=False):
         table.add_row(label.removeprefix("bucket"), *("-" if v is None else f"{100 * v:.1f}" for v in row))
     console.print(table)
@@ -64,8 +64,8 @@ def print_matrix_seeds(results: list[dict], out: Path) -> Path:
     )
     name = group_id(finished[0]["run_id"])
     table = Table(title=f"{name}: {len(finished)} seeds, mean +- std (%)")
-    table.add_column("metric")
-    table.add_column("mean +- std", justify="right")
+    table.add_column("metric", overflow="fold")
+    table.add_column("mean +- std", justify="right", overflow="fold")
     for key, stats in summary["metrics"].items():
         std = "" if stats["std"] is None else f" +- {100 * stats['std']:.2f}"
         table.add_row(METRIC_NAMES.get(key, key), f"{100 * stats['mean']:.2f}{std}")

@@ -11,7 +11,7 @@ from typing import Any
 from lifelong.core.progress import progress_bar
 from lifelong.suites.clear import temporal_source
 from lifelong.training.encoders import save_encoder
-from lifelong.training.loop import set_torch_threads
+from lifelong.training.loop import TrainProgress, set_torch_threads
 from lifelong.training.pretrain import load_pretrained, pretrain
 from lifelong.training.ssl import pretrain_simclr
 
@@ -25,18 +25,26 @@ def pretrain_command(
     seed: int = 0,
     options: Mapping[str, Any] | None = None,
     recipe: Mapping[str, Any] | None = None,
+    show_progress: bool = True,
 ) -> dict[str, Any]:
-    """What `lifelong pretrain` runs: pretrain, then return the checkpoint's summary (path, FLOPs, dev error...)."""
-    path = pretrain(
-        source,
-        architecture=architecture,
-        epochs=epochs,
-        resolution=resolution,
-        seed=seed,
-        out=out,
-        options=options,
-        recipe=recipe,
-    )
+    """What `lifelong pretrain` runs: pretrain with a progress bar, then return the checkpoint's summary."""
+    trials = int(dict(recipe or {}).get("trials", 1))
+    with progress_bar(show_progress, trials * epochs, description=f"pretrain {architecture} on {source}") as bar:
+
+        def progress(record: TrainProgress) -> None:
+            bar(1, f"epoch {record.epoch}/{epochs} loss {record.train_loss:.3f}")
+
+        path = pretrain(
+            source,
+            architecture=architecture,
+            epochs=epochs,
+            resolution=resolution,
+            seed=seed,
+            out=out,
+            options=options,
+            recipe=recipe,
+            progress=progress,
+        )
     return load_pretrained(path).summary()
 
 

@@ -14,7 +14,9 @@ def print_run(result: dict) -> None:
     """The per-task table of one run (error and cumulative training FLOPs per evaluated task) and its summary."""
     table = Table(title=f"{result['run_id']}  ({result['path']})")
     for column in ("#", "task", "year", "kind", "meta-test", "error", "cum. train FLOPs"):
-        table.add_column(column, justify="right" if column in ("#", "error", "cum. train FLOPs") else "left")
+        table.add_column(
+            column, justify="right" if column in ("#", "error", "cum. train FLOPs") else "left", overflow="fold"
+        )
     for record in result["records"]:
         if record["type"] != "predict":
             continue
@@ -60,7 +62,7 @@ def print_results(runs: list[dict], out: Path) -> None:
     """One row per run recorded in a results directory: status, stream, learner, seed, errors, FLOPs."""
     table = Table(title=f"runs in {out}")
     for column in ("run", "status", "stream", "learner", "seed", "mean error", "meta-test error", "train FLOPs"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")
     for row in runs:
         s = row.get("summary") or {}
         table.add_row(

@@ -22,6 +22,7 @@ from lifelong.metrics.base import Metric
 from lifelong.metrics.registry import make_metrics
 from lifelong.metrics.stream import default_metrics
 from lifelong.report.plots import plot_accuracy_matrix, plot_run
+from lifelong.results.lock import LOCK_FILE, run_folder_lock
 from lifelong.results.store import ResultsDB, RunFolder
 from lifelong.run.checkpoint import CheckpointStore
 from lifelong.run.environment import run
@@ -77,6 +78,15 @@ def execute(spec: RunSpec, metrics: Sequence[Metric] = ()) -> dict:
     """
     if spec.threads < 1:
         raise ValueError(f"threads must be >= 1, got {spec.threads}")
+    out = Path(spec.out)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {str(out)!r} is a file; give the folder that holds (or will hold) run folders")
+    with run_folder_lock(spec.folder):
+        return _execute_held(spec, metrics)
+
+
+def _execute_held(spec: RunSpec, metrics: Sequence[Metric]) -> dict:
+    """`execute` while this process holds the run folder's lock."""
     set_torch_threads(spec.threads)  # same seed AND same threads give identical numbers
     folder_path = spec.folder
     checkpoint = CheckpointStore(folder_path / CHECKPOINT_FILE)
@@ -172,13 +182,59 @@ def _write_matrix(folder: RunFolder, summary: dict, stream: Stream) -> Path:
 def _prepare_folder(spec: RunSpec, folder: Path, checkpoint: CheckpointStore) -> None:
     if not folder.exists():
         return
-    if spec.overwrite:
-        shutil.rmtree(folder)
+    if spec.overwrite:  # empty the folder, keeping the lock this process holds
+        for entry in folder.iterdir():
+            if entry.name == LOCK_FILE:
+                continue
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
         return
     if checkpoint.exists() and not spec.resume:
         raise RunExistsError(
             f"{folder} already holds run {spec.run_id!r}; pass --resume to continue it, --overwrite to start "
             "over, or --out to write elsewhere"
+        )
+    if spec.resume and checkpoint.exists():
+        _check_same_config(spec, folder)
+
+
+# What makes two runs the same run: a resume must not change any of these (the rest says where and how to run).
+SAME_RUN_FIELDS = (
+    "stream",
+    "learner",
+    "seed",
+    "learner_options",
+    "stream_options",
+    "eval_split",
+    "skip_corrupt",
+    "threads",
+    "allow_missing",
+    "metrics",
+)
+
+
+def _check_same_config(spec: RunSpec, folder: Path) -> None:
+    """Refuse to resume with a config that differs from the run's run.json, naming every difference."""
+    try:
+        stored = RunFolder(folder).read_json("run.json").get("config", {})
+    except (FileNotFoundError, ValueError):
+        return  # no run.json yet: the run was killed before writing it, nothing to compare
+    given = dataclasses.asdict(spec)
+    defaults = dataclasses.asdict(RunSpec())
+    differ = []
+    for name in SAME_RUN_FIELDS:
+        before = stored.get(name, defaults[name])
+        now = given[name]
+        if isinstance(now, tuple):
+            now, before = list(now), list(before)
+        if before != now:
+            differ.append(f"{name} {before!r} -> {now!r}")
+    if differ:
+        raise ValueError(
+            f"cannot resume {spec.run_id!r} with a different setup ({'; '.join(differ)}): the run's run.json "
+            "records the original; resume with the same options, or start over with --overwrite"
         )
 
 

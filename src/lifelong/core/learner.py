@@ -23,6 +23,9 @@ class Learner(Protocol):
       for multi-label tasks.
     - Optional: `predict_flops(event, state) -> float`, the FLOPs of that prediction (reported apart from
       training FLOPs, which alone count towards cFLOP).
+    - Optional: `check_tasks(tasks: Sequence[TaskKey]) -> None`, called once before the first event with the
+      stream's task keys; raise ValueError when the learner cannot learn them (a fixed label space, say), so a
+      run fails before any training rather than partway.
     """
 
     name: str

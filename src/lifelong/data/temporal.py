@@ -79,6 +79,46 @@ class LabeledFeatures:
         )
 
 
+OFFICIAL_KINDS = ("seeded", "test-folder")
+
+
+@dataclass(frozen=True)
+class OfficialSplits:
+    """The train/test splits released with a temporal source, so that the IID protocol need not draw its own.
+
+    `kind` "seeded": one split per seed, each bucket's labeled data divided by files (CLEAR's original
+    `training_folder/testset_ratio_0.3/split_<seed>/`); `seeds` lists the released ones. `kind` "test-folder":
+    a separately released test set per bucket (the newer CLEAR's `test/`), the same for every seed.
+    `where` is the folder they came from; `problem`, when set, says why they cannot be used.
+    """
+
+    kind: str
+    where: str
+    seeds: tuple[int, ...] = ()
+    problem: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in OFFICIAL_KINDS:
+            raise ValueError(f"official split kind must be one of {OFFICIAL_KINDS}, got {self.kind!r}")
+
+    def name(self, seed: int) -> str:
+        """The split's name as the task notes record it: official:split_<seed> or official:test-folder."""
+        return f"official:split_{int(seed)}" if self.kind == "seeded" else "official:test-folder"
+
+
+@runtime_checkable
+class OfficialSplitSource(Protocol):
+    """A TemporalSource that may carry official splits (optional: a source without them is split by the suite)."""
+
+    official_splits: OfficialSplits | None  # None: no official split released with the data
+
+    def official_split(
+        self, bucket: int, seed: int
+    ) -> tuple[LabeledImages | LabeledFeatures, LabeledImages | LabeledFeatures]:
+        """(train, test) data of labeled bucket `bucket` under the official split for `seed`."""
+        ...
+
+
 @runtime_checkable
 class TemporalSource(Protocol):
     """Buckets of a temporal stream, as suites/clear.py consumes them."""

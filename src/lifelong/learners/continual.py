@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -23,9 +24,10 @@ from lifelong.core.events import PredictEvent, TrainEvent
 from lifelong.core.resources import Resources
 from lifelong.core.tasks import TaskKey
 from lifelong.learners.buffers import POLICIES, ReplayBuffer
-from lifelong.learners.independent import configure
+from lifelong.learners.options import configure
 from lifelong.learners.penalties import EWC, PENALTIES, SI, LwF, Term
 from lifelong.training.continual_loop import model_inputs, predict_items, step_lr, train_continual
+from lifelong.training.encoders import check_encoder_spec, encode, encoder_flops, load_encoder
 from lifelong.training.flops import architecture_forward_flops
 from lifelong.training.loop import derive_seed, predict_scores
 from lifelong.training.models import ARCHITECTURES, count_parameters, initialise, make_model
@@ -130,6 +132,8 @@ class ContinualConfig:
             self.empty_buffer()  # validates buffer_size, alpha, c
         if self.encoder is not None and not str(self.encoder).strip():
             raise ValueError("encoder must be None (CNN regime), 'features', or an encoder spec; got an empty string")
+        if self.encoder is not None and self.encoder != FEATURES:
+            check_encoder_spec(self.encoder)  # a missing encoder file fails here, before any training
         object.__setattr__(self, "no_flip_domains", tuple(d.lower() for d in self.no_flip_domains))
 
     @property
@@ -180,6 +184,14 @@ class ContinualLearner:
             "penalty": None,
         }
 
+    def check_tasks(self, tasks: Sequence[TaskKey]) -> None:
+        """Before any training: every task multi-class over the first task's label space (else a clear error)."""
+        state: dict[str, Any] = {"label_space": None}
+        for task in tasks:
+            self._check_label_space(task, state)
+            if state["label_space"] is None:
+                state["label_space"] = _label_space(task)
+
     def _check_label_space(self, task: TaskKey, state: dict[str, Any]) -> None:
         if task.is_multi_label:
             raise ValueError(
@@ -200,13 +212,6 @@ class ContinualLearner:
     def encoder(self) -> nn.Module:
         """The frozen encoder of `encoder` (loaded once per learner object)."""
         if self._encoder is None:
-            try:
-                from lifelong.training.encoders import load_encoder
-            except ImportError as exc:  # pragma: no cover - the encoders module ships with the package
-                raise ValueError(
-                    f"encoder={self.config.encoder!r} needs lifelong.training.encoders ({exc}); "
-                    "use encoder='features' with pre-extracted features"
-                ) from exc
             encoder = load_encoder(self.config.encoder)
             encoder.eval()
             encoder.requires_grad_(False)
@@ -242,7 +247,6 @@ class ContinualLearner:
     def _encode(self, encoder: nn.Module, items: np.ndarray) -> np.ndarray:
         """Features of `items`; the encoder is frozen, so features of data seen recently (every bucket's evaluation
         split is predicted after each training event) are reused, keyed by a digest of the items."""
-        from lifelong.training.encoders import encode
 
         key = hashlib.blake2b(np.ascontiguousarray(items).data, digest_size=16).digest() + repr(items.shape).encode()
         if key in self._encoded:
@@ -257,7 +261,6 @@ class ContinualLearner:
 
     def _encoder_forward_flops(self, encoder: nn.Module, image_shape: tuple[int, ...]) -> float:
         """Forward FLOPs of the encoder per image of `image_shape` (counted once per shape)."""
-        from lifelong.training.encoders import encoder_flops
 
         key = tuple(image_shape)
         if key not in self._encoder_flops:
@@ -353,7 +356,7 @@ class ContinualLearner:
             "seed": seed,
             "task_uid": task.uid,
             "task_index": event.task_index,
-            "label_space": {"uid": task.uid, "num_classes": task.num_classes, "class_names": task.class_names},
+            "label_space": _label_space(task),
             "model": {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()},
             "input_shape": tuple(int(s) for s in items.shape[1:]),
             "resolution": resolution,
@@ -407,3 +410,7 @@ class ContinualLearner:
         resolution = state["resolution"] if state["model"] is not None else self._resolution(event.task)
         height, width = (resolution, resolution) if resolution is not None else shape[:2]
         return architecture_forward_flops(cfg.architecture, event.task.num_classes, height, width) * len(data)
+
+
+def _label_space(task: TaskKey) -> dict[str, Any]:
+    return {"uid": task.uid, "num_classes": task.num_classes, "class_names": task.class_names}

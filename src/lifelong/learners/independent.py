@@ -16,23 +16,12 @@ import numpy as np
 
 from lifelong.core.events import PredictEvent, TrainEvent
 from lifelong.core.resources import Resources
+from lifelong.learners.options import configure
 from lifelong.training.flops import architecture_forward_flops
 from lifelong.training.hpsearch import TrialResult, search
 from lifelong.training.independent_recipe import IndependentConfig
 from lifelong.training.loop import derive_seed, predict_scores, torch_threads
 from lifelong.training.models import count_parameters, make_model
-
-
-def configure(config_class: type[IndependentConfig], config: IndependentConfig | None, options: dict, who: str) -> Any:
-    """`config` (default: `config_class()`) with `options` applied; unknown options raise, listing the known ones."""
-    config = config or config_class()
-    if not isinstance(config, config_class):
-        raise TypeError(f"{who} needs a {config_class.__name__}, got {type(config).__name__}")
-    known = {f.name for f in dataclasses.fields(config_class)}
-    unknown = sorted(set(options) - known)
-    if unknown:
-        raise ValueError(f"unknown {who} option(s) {unknown}; known options: {sorted(known)}")
-    return dataclasses.replace(config, **options) if options else config
 
 
 class IndependentLearner:

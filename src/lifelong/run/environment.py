@@ -60,6 +60,9 @@ def run(
     uids = [t.key.uid for t in stream.tasks]
     learner_name = getattr(learner, "name", type(learner).__name__)
 
+    check_tasks = getattr(learner, "check_tasks", None)
+    if check_tasks is not None:
+        check_tasks([t.key for t in stream.tasks])  # a learner that cannot learn this stream says so before training
     if resume and checkpoint is not None and checkpoint.exists():
         state = checkpoint.load()
         _check_same_run(state, stream.name, uids, learner_name, seed, checkpoint)
@@ -173,12 +176,15 @@ def _load_task(stream: Stream, event: Event) -> None:
 
 
 def _data_notes(stream: Stream, task_index: int) -> dict:
-    """What loading the task's data dropped: corrupt images skipped and duplicates removed before splitting."""
+    """What loading the task's data dropped (corrupt images, duplicates) and which named split it used, if any."""
     notes = stream.splits(task_index).notes
-    return {
+    recorded = {
         "corrupt_skipped": int(notes.get("corrupt_skipped", 0)),
         "duplicates_removed": int(notes.get("dedup", {}).get("duplicates_removed", 0)),
     }
+    if notes.get("split") is not None:  # which train/test split a temporal task used (official or ours)
+        recorded["data_split"] = str(notes["split"])
+    return recorded
 
 
 def _check_same_run(

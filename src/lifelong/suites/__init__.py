@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 
 from lifelong.core.streams import Stream
@@ -11,17 +12,24 @@ from lifelong.suites.names import STREAMS, TEMPORAL_SOURCES, StreamName, classif
 def get_stream(name_or_path: str | os.PathLike, **options) -> Stream:
     """A registered stream or temporal source by name, or a stream from a manifest or timestamped-CSV path."""
     name = classify_stream(name_or_path)
-    if name.kind == "named":
-        return STREAMS.load(name.value)(**options)
     if name.is_temporal:
         from lifelong.suites.clear import get_temporal_stream
 
-        return get_temporal_stream(name, **options)
-    from lifelong.suites.manifest import load_manifest
+        return get_temporal_stream(name, **options)  # it names options its source does not take
+    if name.kind == "named":
+        build = STREAMS.load(name.value)
+    else:
+        from lifelong.suites.manifest import load_manifest
 
-    options.pop("data_root", None)  # a manifest names its own paths
-    options.pop("allow_missing", None)
-    return load_manifest(name.value, **options)
+        options.pop("data_root", None)  # a manifest names its own paths
+        options.pop("allow_missing", None)
+        build = functools.partial(load_manifest, name.value)
+    try:
+        return build(**options)
+    except TypeError as exc:
+        if "keyword argument" not in str(exc):
+            raise
+        raise ValueError(f"stream {name.value!r} does not take that option: {exc}; check the -s options") from exc
 
 
 def stream_descriptions() -> dict[str, str]:

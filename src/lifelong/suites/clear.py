@@ -3,11 +3,15 @@
 Every labeled bucket (1..N; bucket 0 is unlabeled, for self-supervised pretraining only) is one task of a
 `Stream` that evaluates every task after each training event, so a run fills the accuracy matrix R[i, j].
 
-- IID: the bucket is split 70/30 at random (not stratified; seeded by the run's seed): 2,310 train / 990 test at
-  3,300. The learner trains on the 70% (`train_and_dev`; `train`/`dev` divide it 90/10 for learners that select
-  models) and every bucket's 30% is evaluated.
+- IID: the learner trains on a bucket's training part (`train_and_dev`; `train`/`dev` divide it 90/10 for learners
+  that select models) and every bucket's test part is evaluated. The split (`split=`): the official one released
+  with the data when there is one ("official:split_<seed>", CLEAR's per-seed split files, seeds 0-4; or
+  "official:test-folder", a separately released test set), else ours ("ours": 70/30 at random, not stratified,
+  seeded by the run's seed: 2,310 train / 990 test at 3,300). `split="ours"` forces ours.
 - streaming ("train on today, test on tomorrow"): the learner trains on the whole bucket and every whole bucket
-  is evaluated; the diagonal is training accuracy, so only next-domain accuracy and FwT are reported.
+  is evaluated; the diagonal is training accuracy, so only next-domain accuracy and FwT are reported. With a
+  separate test set, the whole bucket is its training set (S_i, both trained on and evaluated, so that today's
+  test set is tomorrow's training set); the test set is not used ("whole-bucket").
 
 CLEAR has no separate development test set: `dev_test` and `test` are the same evaluation data.
 """
@@ -23,9 +27,12 @@ from lifelong.core.datasets import ArrayDataset
 from lifelong.core.streams import Stream, StreamTask, TaskSplits
 from lifelong.core.tasks import TaskKey, TaskKind
 from lifelong.data.roots import DATA_ENV, resolve_data_root
+from lifelong.data.temporal import OfficialSplitSource
 from lifelong.suites.names import TEMPORAL_SOURCES, StreamName, classify_stream
 
 PROTOCOLS = ("iid", "streaming")
+SPLITS = ("official", "ours")  # the `split` stream option; None: official when the data has one, else ours
+WHOLE_BUCKET = "whole-bucket"  # the streaming protocol's "split": no split at all
 TRAIN_FRACTION = 0.7  # spec section 2: 70/30 per bucket
 DEV_FRACTION = 0.1  # share of a bucket's training data the learner may hold out for its own model selection
 CLEAR_FOLDER = "clear10"  # default folder under the data root for `--stream clear`
@@ -47,6 +54,36 @@ def _dev_split(indices: np.ndarray, seed: int, bucket: int) -> tuple[np.ndarray,
     return np.sort(order[n_dev:]), np.sort(order[:n_dev])
 
 
+def choose_split(source, protocol: str, split: str | None, seed: int) -> str:
+    """The split a stream's buckets use: "official:split_<seed>", "official:test-folder", "ours" or "whole-bucket".
+
+    Under IID the official split released with the data is the default (`source.official_splits`, see
+    lifelong.data.temporal.OfficialSplits) and `split="ours"` replaces it with our seeded 70/30; a seed without an
+    official split, or official splits that cannot be used, is an error saying so. Streaming never splits.
+    """
+    if split is not None and split not in SPLITS:
+        raise ValueError(f"unknown split {split!r}; choose one of {SPLITS} (-s split=ours: our seeded 70/30 split)")
+    if protocol == "streaming":
+        return WHOLE_BUCKET
+    official = source.official_splits if isinstance(source, OfficialSplitSource) else None
+    if split == "ours" or (official is None and split is None):
+        return "ours"
+    if official is None:
+        raise ValueError(
+            f"{source.name!r} has no official split (e.g. CLEAR's test/ folder or training_folder/testset_ratio_0.3/); "
+            "drop -s split=official to split each bucket 70/30 with the run's seed"
+        )
+    if official.problem:
+        raise ValueError(f"{official.problem}; fix it, or pass -s split=ours to split each bucket 70/30 yourself")
+    if official.kind == "seeded" and seed not in official.seeds:
+        raise ValueError(
+            f"{source.name!r} comes with official splits for seeds {list(official.seeds)} in {official.where!r}, not "
+            f"for seed {seed}: run with --seed in {list(official.seeds)}, or pass -s split=ours to use our own "
+            "seeded 70/30 split"
+        )
+    return official.name(seed)
+
+
 def _items(labeled, resolution: int | None) -> np.ndarray:
     """uint8 [N, r, r, 3] images (centre crop + resize) or the float32 [N, D] features as given."""
     features = getattr(labeled, "features", None)
@@ -54,10 +91,14 @@ def _items(labeled, resolution: int | None) -> np.ndarray:
         return np.ascontiguousarray(features, dtype=np.float32)
     from lifelong.data.images import resize_all
 
-    if resolution is None:
-        first = labeled.images[0]
-        resolution = int(min(first.shape[:2]))
-    return resize_all(labeled.images, resolution, 3)
+    return resize_all(labeled.images, _resolution(labeled, resolution), 3)
+
+
+def _resolution(labeled, resolution: int | None) -> int | None:
+    """The stream's resolution, else the shorter side of the first image (None for features)."""
+    if resolution is not None or getattr(labeled, "features", None) is not None or not len(labeled.ids):
+        return resolution
+    return int(min(labeled.images[0].shape[:2]))
 
 
 @dataclass(frozen=True)
@@ -70,20 +111,29 @@ class _BucketLoader:
     protocol: str
     seed: int
     resolution: int | None
+    split: str  # from choose_split: "official:...", "ours" or "whole-bucket"
 
     def __call__(self) -> TaskSplits:
-        labeled = self.source.labeled(self.bucket)
-        if tuple(labeled.class_names) != self.key.class_names:
-            raise ValueError(
-                f"bucket {self.bucket} of {self.source.name!r} has classes {list(labeled.class_names)}, expected the "
-                f"stream's fixed label space {list(self.key.class_names)}"
-            )
-        items = _items(labeled, self.resolution)
-        labels = np.asarray(labeled.labels)
-        n = len(labels)
-        if self.protocol == "iid":
-            train_part, test_part = iid_split(n, self.seed, self.bucket)
+        if self.split.startswith("official:"):
+            train_data, test_data = self.source.official_split(self.bucket, self.seed)
+            parts = (self._checked(train_data), self._checked(test_data))
         else:
+            parts = (self._checked(self.source.labeled(self.bucket)),)
+        resolution = _resolution(parts[0], self.resolution)  # test images take the training images' size
+        arrays = [_items(p, resolution) for p in parts]
+        if len(arrays) > 1 and arrays[0].shape[1:] != arrays[1].shape[1:]:
+            raise ValueError(
+                f"bucket {self.bucket} of {self.source.name!r}: the official test items have shape "
+                f"{arrays[1].shape[1:]}, the training items {arrays[0].shape[1:]}; extract both the same way"
+            )
+        items = np.concatenate(arrays) if len(arrays) > 1 else arrays[0]
+        labels = np.concatenate([np.asarray(p.labels) for p in parts])
+        n = len(arrays[0])
+        if len(parts) > 1:  # official: the training items, then the test items
+            train_part, test_part = np.arange(n), np.arange(n, len(labels))
+        elif self.split == "ours":
+            train_part, test_part = iid_split(n, self.seed, self.bucket)
+        else:  # the whole bucket, trained on and evaluated
             train_part, test_part = np.arange(n), np.arange(n)
         train, dev = _dev_split(train_part, self.seed, self.bucket)
 
@@ -94,13 +144,14 @@ class _BucketLoader:
         notes = {
             "protocol": self.protocol,
             "bucket": self.bucket,
+            "split": self.split,
             "split_sizes": {
                 "train_and_dev": len(train_part),
                 "train": len(train),
                 "dev": len(dev),
                 "eval": len(test_part),
             },
-            "corrupt_skipped": int(getattr(labeled, "notes", {}).get("corrupt_skipped", 0)),
+            "corrupt_skipped": sum(int(getattr(p, "notes", {}).get("corrupt_skipped", 0)) for p in parts),
         }
         return TaskSplits(
             train=part("train", train),
@@ -109,6 +160,14 @@ class _BucketLoader:
             test=evaluation,
             notes=notes,
         )
+
+    def _checked(self, labeled):
+        if tuple(labeled.class_names) != self.key.class_names:
+            raise ValueError(
+                f"bucket {self.bucket} of {self.source.name!r} has classes {list(labeled.class_names)}, expected the "
+                f"stream's fixed label space {list(self.key.class_names)}"
+            )
+        return labeled
 
 
 def _year(window: tuple[str, str]) -> int | None:
@@ -121,6 +180,7 @@ def temporal_stream(
     *,
     protocol: str = "iid",
     split_seed: int = 0,
+    split: str | None = None,
     eval_split: str = "dev_test",
     resolution: int | None = None,
     name: str | None = None,
@@ -128,9 +188,11 @@ def temporal_stream(
     """A stream over the labeled buckets of a `lifelong.data.temporal.TemporalSource` under `protocol`.
 
     The stream's name is `<name>-<protocol>` (e.g. clear-mini-iid): runs under the two protocols are not comparable.
+    `split` picks IID's train/test split (see choose_split); the split used is in every task's notes as "split".
     """
     if protocol not in PROTOCOLS:
         raise ValueError(f"unknown protocol {protocol!r}; choose one of {PROTOCOLS}")
+    split_name = choose_split(source, protocol, split, int(split_seed))
     buckets = tuple(source.labeled_buckets)
     if len(buckets) < 2:
         raise ValueError(f"{source.name!r} has {len(buckets)} labeled bucket(s); an accuracy matrix needs at least 2")
@@ -151,9 +213,10 @@ def temporal_stream(
                 "bucket": bucket,
                 "window": list(windows[bucket]),
                 "source": source.name,
+                "split": split_name,
             },
         )
-        loader = _BucketLoader(source, key, bucket, protocol, int(split_seed), resolution)
+        loader = _BucketLoader(source, key, bucket, protocol, int(split_seed), resolution, split_name)
         tasks.append(StreamTask(key, loader, source=source.name))
     return Stream(
         f"{name or source.name}-{protocol}",  # the protocol is part of the stream: results group by stream
@@ -161,7 +224,7 @@ def temporal_stream(
         eval_split=eval_split,
         evaluation="all",
         protocol=protocol,
-        metadata={"unlabeled_buckets": [b for b in range(source.num_buckets) if b not in buckets]},
+        metadata={"unlabeled_buckets": [b for b in range(source.num_buckets) if b not in buckets], "split": split_name},
     )
 
 
@@ -205,7 +268,7 @@ def timestamp_csv_source(path: str | os.PathLike, **options):
     return TimestampCsv(path, **options)
 
 
-STREAM_OPTIONS = ("protocol", "split_seed", "eval_split", "resolution")
+STREAM_OPTIONS = ("protocol", "split_seed", "split", "eval_split", "resolution")
 
 
 def is_temporal(name_or_path: str | os.PathLike) -> bool:

@@ -252,6 +252,19 @@ def _from_import_path(spec: str, *, resolution: int | None, in_channels: int | N
     return _wrap_module(factory(), resolution=resolution, in_channels=in_channels, description=f"factory {spec}")
 
 
+def check_encoder_spec(spec: str | Path) -> str:
+    """"file" or "import path" for a usable encoder spec; FileNotFoundError naming it otherwise (checked early)."""
+    text = str(spec)
+    if Path(text).is_file():
+        return "file"
+    if not Path(text).exists() and _IMPORT_PATH.match(text):
+        return "import path"
+    raise FileNotFoundError(
+        f"encoder {text!r} not found: give a checkpoint file (save_encoder / `lifelong pretrain`), a TorchScript "
+        "file, or an import path 'package.module:factory'"
+    )
+
+
 def load_encoder(spec: str | Path, *, resolution: int | None = None, in_channels: int | None = None) -> Encoder:
     """A frozen Encoder from `spec`: a lifelong-encoder-v1 or lifelong-pretrained-v1 checkpoint, a TorchScript
     file, or "package.module:factory" (factory() returns an nn.Module mapping [N, C, H, W] to [N, D]).
@@ -261,13 +274,8 @@ def load_encoder(spec: str | Path, *, resolution: int | None = None, in_channels
     """
     text = str(spec)
     path = Path(text)
-    if not path.exists() and _IMPORT_PATH.match(text):
+    if check_encoder_spec(text) == "import path":
         return _from_import_path(text, resolution=resolution, in_channels=in_channels)
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"encoder {text!r} not found: give a checkpoint file (save_encoder / `lifelong pretrain`), a TorchScript "
-            "file, or an import path 'package.module:factory'"
-        )
     if _is_torchscript(path):
         with warnings.catch_warnings():  # torch >= 2.9 marks TorchScript deprecated; loading still works
             warnings.simplefilter("ignore", DeprecationWarning)

@@ -9,8 +9,9 @@ The `pretrained` learners start from it; whether its FLOPs count is their choice
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,7 @@ from lifelong.data.sources import load_source
 from lifelong.training.checkpoints import format_tag, read_torch_file, write_torch_file
 from lifelong.training.hpsearch import search
 from lifelong.training.independent_recipe import IndependentConfig
-from lifelong.training.loop import derive_seed, torch_threads
+from lifelong.training.loop import TrainProgress, derive_seed, torch_threads
 from lifelong.training.relatedness import backbone_state
 
 FORMAT = "lifelong-pretrained-v1"
@@ -74,11 +75,13 @@ def pretrain(
     options: Mapping[str, Any] | None = None,
     recipe: Mapping[str, Any] | None = None,
     executor: Executor | None = None,
+    progress: Callable[[TrainProgress], None] | None = None,
 ) -> Path:
     """Train `architecture` on `source_spec` (loader `options`, e.g. n_per_class) and save a checkpoint at `out`.
 
     `recipe`: further IndependentConfig options (lr, label_smoothing, trials, batch sizes, ...). Trials run
-    through `executor` (None: here, one after the other). Returns the checkpoint's path.
+    through `executor` (None: here, one after the other). `progress(record)` is called after every epoch of every
+    trial run here (trials x epochs calls). Returns the checkpoint's path.
     """
     out = Path(out)
     if out.is_dir():
@@ -95,6 +98,8 @@ def pretrain(
     key = TaskKey(_task_name(source_spec), labeled.kind, labeled.num_classes, labeled.class_names)
     splits = build_task_splits(key, labeled, resolution=resolution, seed=seed)
     job = cfg.fit_job(key, splits.train, splits.dev, seed=derive_seed(seed, 0), threads=threads)
+    if progress is not None and executor is None:
+        job = dataclasses.replace(job, progress=progress)
     best, results = search(job, cfg.trials_for(0), executor=executor)
     contents = {
         "format": FORMAT,

@@ -6,14 +6,15 @@ lr and label smoothing, keeps its best-on-dev weights and returns a `TrialResult
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from lifelong.core.datasets import ArrayDataset, Dataset, LazyDataset
 from lifelong.core.tasks import TaskKind
 from lifelong.training.hpsearch import Trial, TrialResult
-from lifelong.training.loop import derive_seed, set_torch_threads, torch_threads, train_model
+from lifelong.training.loop import TrainProgress, derive_seed, set_torch_threads, torch_threads, train_model
 from lifelong.training.models import ARCHITECTURES, make_model
 from lifelong.training.schedules import batch_size_for
 
@@ -63,6 +64,8 @@ class FitJob:
     momentum: float = 0.9
     eval_batch_size: int = 256
     threads: int | None = None
+    # called after every epoch of every trial (in this process only: executors run jobs without it)
+    progress: Callable[[TrainProgress], None] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", TaskKind(self.kind))
@@ -130,6 +133,7 @@ class FitJob:
             flip=self.flip,
             resolution=self.resolution,
             eval_batch_size=self.eval_batch_size,
+            progress=self.progress,
         )
         return TrialResult(
             trial=trial,
