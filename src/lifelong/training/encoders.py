@@ -253,7 +253,7 @@ def _from_import_path(spec: str, *, resolution: int | None, in_channels: int | N
 
 
 def check_encoder_spec(spec: str | Path) -> str:
-    """"file" or "import path" for a usable encoder spec; FileNotFoundError naming it otherwise (checked early)."""
+    """Which kind a usable encoder spec is ("file" or "import path"); FileNotFoundError naming it otherwise."""
     text = str(spec)
     if Path(text).is_file():
         return "file"
