@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import signal
 from pathlib import Path
 
 import typer
@@ -38,6 +39,10 @@ def _parse_options(pairs: list[str]) -> dict:
     return options
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 @app.command("run")
 def run_command(
     stream: str = typer.Option("mini", "--stream", help="A stream name (see `lifelong streams`) or a manifest file."),
@@ -66,6 +71,9 @@ def run_command(
     ),
     metric: list[str] = typer.Option(
         [], "--metric", help="Also report this registered metric (entry point group lifelong.metrics), repeatable."
+    ),
+    predictions: bool = typer.Option(
+        True, "--predictions/--no-predictions", help="Save raw test scores per evaluation under predictions/."
     ),
 ) -> None:
     """Run a learner over a stream; print per-task errors (or the accuracy matrix) and the stream summary."""
@@ -105,9 +113,11 @@ def run_command(
             allow_missing=allow_missing,
             stream_options=stream_options,
             metrics=tuple(metric),
+            save_predictions=predictions,
         )
         for s in range(seed, seed + seeds)
     ]
+    signal.signal(signal.SIGTERM, _interrupt)  # a polite kill marks the run interrupted, like Ctrl-C
     try:
         runner = make_executor(executor, address=ray_address, num_cpus=num_cpus, cpus_per_item=threads)
         results = runner.map(execute, specs)
@@ -362,18 +372,26 @@ def transfer_matrix_cli(
 def results_command(
     out: Path = typer.Option(Path("runs"), "--out", help="Results directory."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    provenance: bool = typer.Option(
+        False, "--provenance", help="Also show each run's machine, thread count, versions and loaded files."
+    ),
 ) -> None:
     """List the runs recorded in a results directory, with their summaries."""
-    from lifelong.commands.run_console import print_results
+    from lifelong.commands.run_console import print_provenance, print_results
+    from lifelong.results import read_provenance
     from lifelong.results.store import ResultsDB
 
     if not (out / "results.sqlite").exists():
         raise fail(f"no results database in {out}; run `lifelong run --out {out}` first")
     runs = ResultsDB(out).runs()
+    if provenance:
+        runs = [{**run, "provenance": read_provenance(run["path"])} for run in runs]
     if as_json:
         typer.echo(json.dumps(runs, indent=2, default=str))
         return
     print_results(runs, out)
+    if provenance:
+        print_provenance(runs)
 
 
 def _readable_help(*groups: typer.Typer) -> None:

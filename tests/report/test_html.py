@@ -1,15 +1,23 @@
-"""HTML report from synthetic run folders: page and figures exist, figures are PNGs, strings are escaped."""
+"""HTML report from synthetic run folders: page and figures exist, figures are PNGs, strings are escaped.
+
+`write_matrix_run` writes a CLEAR-style run (every bucket evaluated after each training event) and
+`write_mixed_runs` a set of finished, unfinished and accuracy-matrix runs; the browser tests reuse them.
+"""
 
 from __future__ import annotations
 
+import re
 from html.parser import HTMLParser
 from pathlib import Path
 
+import numpy as np
 import pytest
 from metrics.test_analysis import TASKS, write_run
 from PIL import Image
 
-from lifelong.report.html import write_report
+from lifelong.metrics.analysis import slices
+from lifelong.report.html import _slice_labels, write_report
+from lifelong.results import ResultsDB, RunFolder
 
 NASTY = "<script>alert('x')</script>&$1$"  # HTML markup, an entity start and mathtext dollars
 
@@ -120,3 +128,176 @@ def test_clear_errors(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("x")
     with pytest.raises(ValueError, match="not a directory"):
         write_report(runs, tmp_path / "file")
+
+
+# ------------------------------------------------------------------------ accuracy-matrix and unfinished runs
+
+
+def write_matrix_run(
+    root: Path, run_id: str, seed: int, *, buckets: int = 3, trained: int | None = None, learner: str = "nearest-mean"
+) -> Path:
+    """A run folder as `lifelong run --stream clear-...` writes it: after training bucket i, a predict record
+    for every bucket j (after_task_index i, task_index j); `trained` < `buckets` stops early (interrupted)."""
+    trained = buckets if trained is None else trained
+    folder = RunFolder(root / run_id)
+    uids = [f"bucket{i + 1}" for i in range(buckets)]
+    key = {"kind": "multi-class", "num_classes": 11, "domain": "ocr", "occurrence": 0}
+    tasks = [{"uid": u, "name": u, "year": 2005 + i, **key} for i, u in enumerate(uids)]
+    config = {"stream": "syn-clear", "learner": learner, "seed": seed, "eval_split": "dev_test", "learner_options": {}}
+    stream = {
+        "name": "syn-clear-iid",
+        "tasks": tasks,
+        "eval_split": "dev_test",
+        "meta_test_from_year": None,
+        "evaluation": "all",
+        "protocol": "iid",
+    }
+    folder.write_json("run.json", {"run_id": run_id, "config": config, "seed": seed, "stream": stream})
+    event, total = 0, 0.0
+    for i in range(trained):
+        total += 1e6
+        common = {"run_id": run_id, "task_kind": "multi-class", "domain": "ocr", "occurrence": 0, "meta_test": True}
+        common |= {"cumulative_train_flops": total, "after_task_index": i}
+        folder.append_record(
+            {**common, "event": event, "type": "train", "task": uids[i], "task_name": uids[i], "task_index": i}
+            | {"year": 2005 + i, "split": "train", "error": None, "num_items": 2000, "train_flops": 1e6}
+            | {"dev_curve": []}
+        )
+        event += 1
+        for j in range(buckets):
+            error = 0.2 + 0.1 * abs(i - j) + 0.01 * seed
+            folder.append_record(
+                {**common, "event": event, "type": "predict", "task": uids[j], "task_name": uids[j], "task_index": j}
+                | {"year": 2005 + j, "split": "dev_test", "error": error, "num_items": 900, "train_flops": 0.0}
+            )
+            event += 1
+    folder.write_json("summary.json", {"run_id": run_id, "events_done": event, "events_total": buckets * (buckets + 1)})
+    return folder.path
+
+
+def write_mixed_runs(root: Path) -> list[Path]:
+    """Independent (seed 0 finished, seed 1 killed: no summary.json), a run the results database marks failed,
+    and two accuracy-matrix runs (seed 0 finished, seed 1 interrupted after 2 of 4 buckets)."""
+    errors = [0.2, 0.5, 0.3, 0.6, 0.25, 0.35]
+    runs = [
+        write_run(root, "syn-independent-seed0", "independent", 0, errors),
+        write_run(root, "syn-independent-seed1", "independent", 1, errors),
+        write_run(root, "syn-finetune-seed0", "finetune", 0, errors),
+        write_matrix_run(root, "syn-clear-seed0", 0, buckets=4),
+        write_matrix_run(root, "syn-clear-seed1", 1, buckets=4, trained=2),
+    ]
+    (runs[1] / "summary.json").unlink()
+    db = ResultsDB(root)
+    db.start_run("syn-finetune-seed0", "syn", "finetune", 0, runs[2])
+    db.finish_run("syn-finetune-seed0", "failed", {"error": "RuntimeError: CUDA out of memory"})
+    return runs
+
+
+@pytest.fixture(scope="module")
+def mixed_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("mixed")
+    return write_report(write_mixed_runs(root / "runs"), root / "report")
+
+
+def table_rows(index: Path, heading: str) -> list[list[str]]:
+    """The cells (markup stripped, whitespace collapsed) of each body row of the table after `heading`."""
+    text = index.read_text(encoding="utf-8")
+    table = text[text.index(heading) :]
+    body = table[table.index("<tbody>") : table.index("</tbody>")]
+    rows = re.findall(r"<tr[^>]*>(.*?)</tr>", body, re.DOTALL)
+    cell = re.compile(r"<td[^>]*>(.*?)</td>", re.DOTALL)
+    return [[" ".join(re.sub(r"<[^>]+>", "", c).split()) for c in cell.findall(row)] for row in rows]
+
+
+def test_matrix_runs_count_buckets_and_evaluations(mixed_report: Path) -> None:
+    rows = {row[0]: row for row in table_rows(mixed_report, "<h2>Runs</h2>")}
+    tasks = {run_id: row[7] for run_id, row in rows.items()}
+    assert tasks["syn-clear-seed0"] == "4 buckets, 4 × 4 evaluations"
+    assert tasks["syn-clear-seed1"] == "4 buckets, 2 × 4 evaluations"
+    assert tasks["syn-independent-seed0"] == "6 / 6 (2 meta-test)"  # streams with a meta-test part keep the count
+
+
+def test_matrix_runs_draw_one_curve_per_bucket_not_every_evaluation_on_one_line(mixed_report: Path) -> None:
+    sources = image_sources(mixed_report)
+    assert "task_errors_1.png" in sources  # the stream of ordinary runs: one line per run
+    assert "task_errors_2.png" not in sources  # no tangle of every evaluation of every bucket
+    assert {"bucket_errors_1.png", "bucket_errors_2.png"} <= set(sources)
+    assert {"accuracy_matrix_1.png", "accuracy_matrix_2.png"} <= set(sources)
+    text = mixed_report.read_text(encoding="utf-8")
+    assert "one curve per evaluated bucket" in text
+    assert "syn-clear-seed1: no regret curve: accuracy-matrix runs evaluate every bucket" not in text  # other stream
+    assert "task &#39;bucket1&#39; is evaluated more than once" not in text
+
+
+def test_seed_table_counts_seeds_and_lists_their_ids(mixed_report: Path) -> None:
+    rows = {(row[0], row[1]): row for row in table_rows(mixed_report, "Mean ± std over seeds")}
+    independent = rows["syn (dev_test)", "independent"]
+    assert independent[2] == "2" and independent[3].startswith("0, 1")
+    assert rows["syn (dev_test)", "finetune"][2] == "1"
+    assert rows["syn-clear-iid (dev_test)", "nearest-mean"][2:4] == ["2", "0, 1 (not finished: seed 1)"]
+    assert 'title="seed ids: 0, 1">2</td>' in mixed_report.read_text(encoding="utf-8")
+
+
+def test_unfinished_runs_show_their_status(mixed_report: Path) -> None:
+    status = {row[0]: row[1] for row in table_rows(mixed_report, "<h2>Runs</h2>")}
+    assert status["syn-independent-seed0"] == "finished"
+    assert status["syn-clear-seed0"] == "finished"
+    assert status["syn-independent-seed1"].startswith("incomplete: no summary.json, 12 events recorded")
+    assert status["syn-finetune-seed0"] == "failed (12 events recorded): RuntimeError: CUDA out of memory"
+    assert status["syn-clear-seed1"] == "interrupted after 10 of 20 events"
+    text = mixed_report.read_text(encoding="utf-8")
+    assert text.count('<tr class="unfinished">') == 3 + 3  # three runs, each alone in its seed group
+    assert "Not finished: syn-independent-seed1, syn-finetune-seed0, syn-clear-seed1." in text
+
+
+def test_interrupted_status_from_the_results_database(tmp_path: Path) -> None:
+    run = write_run(tmp_path / "runs", "syn-independent-seed0", "independent", 0, [0.2] * 6)
+    db = ResultsDB(tmp_path / "runs")
+    db.start_run("syn-independent-seed0", "syn", "independent", 0, run)
+    db.finish_run("syn-independent-seed0", "interrupted", None)
+    status = table_rows(write_report([run], tmp_path / "report"), "<h2>Runs</h2>")[0][1]
+    assert status == "interrupted (12 events recorded)"
+
+
+def test_one_run_gets_no_empty_regret_figure(tmp_path: Path) -> None:
+    run = write_run(tmp_path / "runs", "syn-independent-seed0", "independent", 0, [0.2] * 6)
+    index = write_report([run], tmp_path / "report")
+    assert "regret.png" not in image_sources(index) and not (tmp_path / "report" / "regret.png").exists()
+    text = index.read_text(encoding="utf-8")
+    regret = text[text.index("<h2>Regret</h2>") : text.index("<h2>Slices</h2>")]
+    assert "No regret curve: syn-independent-seed0 is the only run" in regret
+
+
+def test_size_slices_in_size_order_whatever_run_comes_first() -> None:
+    medium_only = write_records_of(TASKS[1:2])  # 3,000 items: the first run has no small task
+    per_run = [("medium", slices(medium_only, "size")), ("all", slices(write_records_of(TASKS), "size"))]
+    assert _slice_labels(per_run, "size") == ["< 1,000", "1,000-10,000", ">= 10,000"]
+    resolutions = [("a", {"64": {}, "(none)": {}}), ("b", {"8": {}, "32": {}})]
+    assert _slice_labels(resolutions, "resolution") == ["8", "32", "64", "(none)"]
+    assert _slice_labels([("a", {"(none)": {}, "ocr": {}}), ("b", {"art": {}})], "domain") == ["art", "ocr", "(none)"]
+
+
+def write_records_of(tasks: list[tuple]) -> list[dict]:
+    from metrics.test_analysis import stream_records
+
+    return stream_records([0.5] * len(tasks), tasks=tasks)
+
+
+LONG = "a-learner-with-a-long-name-lr=0.001-epochs=100-batch=256-warmup=5"
+
+
+def test_no_figure_is_clipped_with_long_names(tmp_path: Path) -> None:
+    """Every figure at its saved size keeps a blank margin: no label, legend or annotation runs off its edge."""
+    tasks = [(f"{n}_with_a_rather_long_dataset_name", y, d, o, items) for n, y, d, o, items in TASKS]
+    errors = [0.2, 0.5, 0.3, 0.6, 0.25, 0.35]
+    runs = [
+        write_run(tmp_path / "runs", "long-independent-seed0", "independent", 0, errors, tasks=tasks, flops=4e12),
+        write_run(tmp_path / "runs", f"long-{LONG}-seed0", LONG, 0, [e / 2 for e in errors], tasks=tasks, flops=1e14),
+    ]
+    index = write_report(runs, tmp_path / "report")
+    for src in image_sources(index):
+        with Image.open(tmp_path / "report" / src) as image:
+            pixels = np.asarray(image.convert("L"))
+        edges = {"top": pixels[:3], "bottom": pixels[-3:], "left": pixels[:, :3], "right": pixels[:, -3:]}
+        inked = [side for side, strip in edges.items() if strip.min() < 250]
+        assert not inked, f"{src} ({pixels.shape[1]} x {pixels.shape[0]}) is drawn up to its {inked} edge(s)"

@@ -1,4 +1,5 @@
-"""Accuracy-matrix heatmap: a valid, non-empty PNG for full, partly filled and empty matrices."""
+"""Accuracy-matrix heatmap and per-bucket error curves: valid, non-empty PNGs for full, partly filled and empty
+matrices."""
 
 from pathlib import Path
 
@@ -6,7 +7,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from lifelong.report.plots import plot_accuracy_matrix
+from lifelong.report.plots import plot_accuracy_matrix, plot_bucket_errors
 
 
 def check_png(path: Path) -> None:
@@ -44,3 +45,16 @@ def test_bad_input(tmp_path, R, labels, match):
     with pytest.raises(ValueError, match=match):
         plot_accuracy_matrix(R, tmp_path / "bad.png", labels=labels)
     assert not (tmp_path / "bad.png").exists()
+
+
+def test_bucket_error_curves(tmp_path):
+    R = np.random.default_rng(0).uniform(size=(10, 10))
+    labels = [f"{2008 + i}" for i in range(10)]
+    check_png(plot_bucket_errors(R, tmp_path / "curves.png", labels=labels, title="CLEAR-10 $iid$"))
+    R[5:, :] = np.nan  # interrupted after 5 buckets: the curves stop there
+    check_png(plot_bucket_errors(R, tmp_path / "partial.png"))
+    check_png(plot_bucket_errors(np.full((2, 2), np.nan), tmp_path / "empty.png"))
+    with pytest.raises(ValueError, match="square"):
+        plot_bucket_errors(np.full((2, 3), 0.5), tmp_path / "bad.png")
+    with pytest.raises(ValueError, match="labels"):
+        plot_bucket_errors(np.full((2, 2), 0.5), tmp_path / "bad.png", labels=["one"])

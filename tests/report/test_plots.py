@@ -5,7 +5,15 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from lifelong.report.plots import plot_cumulative_flops, plot_run, plot_task_errors
+from lifelong.report.plots import (
+    keep_axes_size,
+    new_figure,
+    outside_legend,
+    plot_cumulative_flops,
+    plot_run,
+    plot_task_errors,
+    set_task_ticks,
+)
 
 
 def stream_records(num_tasks: int, meta_test_from: int = 0) -> list[dict]:
@@ -79,3 +87,20 @@ def test_runs_without_predictions_or_flops(tmp_path: Path, records: list[dict]) 
 def test_long_stream_gets_a_wide_figure(tmp_path: Path) -> None:
     path = plot_task_errors(stream_records(106, meta_test_from=79), tmp_path / "errors.png")
     assert_png(path, min_width=1500)
+
+
+def test_long_labels_do_not_squash_the_axes() -> None:
+    """Long rotated task uids and a legend of long run ids: the figure grows, the axes keep their size."""
+    fig, ax = new_figure(6.0, 4.5)
+    uids = [f"task_{i}_with_a_very_long_uid_from_a_manifest_file#1" for i in range(6)]
+    ax.plot(range(6), [0.5] * 6, label="a-run-id-" * 12)
+    set_task_ticks(ax, uids)
+    outside_legend(ax, fontsize=7)
+    keep_axes_size(fig, ax, 4.0, 2.8)
+    width, height = fig.get_size_inches()
+    assert width > 6.0 and height > 4.5
+    fig.get_layout_engine().execute(fig)
+    box = ax.get_position()
+    assert box.width * width >= 3.8 and box.height * height >= 2.6
+    legend = ax.get_legend().get_texts()[0].get_text()
+    assert max(map(len, legend.splitlines())) <= 40  # long legend labels are wrapped

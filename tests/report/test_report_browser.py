@@ -1,6 +1,8 @@
 """The report in headless Chromium: every figure of the page loads, and the page renders (non-blank screenshot).
 
-Skipped where no Chromium is installed (Debian: `apt-get install chromium`).
+The page is that of ordinary, accuracy-matrix (CLEAR-style) and unfinished runs, so that every kind of figure
+and the status of runs that did not finish are checked. Skipped where no Chromium is installed (Debian:
+`apt-get install chromium`).
 """
 
 from __future__ import annotations
@@ -11,8 +13,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from metrics.test_analysis import write_run
 from PIL import Image, ImageStat
-from report.test_html import image_sources, write_runs
+from report.test_html import NASTY, image_sources, write_mixed_runs
 
 from lifelong.report.html import write_report
 
@@ -25,7 +28,7 @@ pytestmark = pytest.mark.skipif(
 
 CONTROL = "missing-on-purpose.png"  # an image that cannot load, so the check is shown to catch one
 # Injected into a copy of the page only (the report itself carries no script): after window load, list each image
-# with whether it loaded.
+# with whether it loaded, and the text and colour of each status cell of an unfinished run.
 PROBE = f"""<img src="{CONTROL}" alt="control">
 <script>
 window.addEventListener("load", function () {{
@@ -38,6 +41,15 @@ window.addEventListener("load", function () {{
   out.id = "image-check";
   out.textContent = lines.join("\\n");
   document.body.appendChild(out);
+  var statuses = [];
+  var cells = document.querySelectorAll("tr.unfinished td.status-bad");
+  for (var j = 0; j < cells.length; j++) {{
+    statuses.push(getComputedStyle(cells[j]).color + " " + cells[j].textContent.trim());
+  }}
+  var status = document.createElement("pre");
+  status.id = "status-check";
+  status.textContent = statuses.join("\\n");
+  document.body.appendChild(status);
 }});
 </script>
 </body>"""
@@ -66,7 +78,9 @@ def chromium(profile: Path, *args: str) -> str:
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("browser")
-    return write_report(write_runs(root / "runs"), root / "report")
+    runs = write_mixed_runs(root / "runs")
+    runs.append(write_run(root / "runs", f"syn-{NASTY}", NASTY, 0, [0.1, 0.4, 0.2, 0.5, 0.1, 0.2]))
+    return write_report(runs, root / "report")
 
 
 def test_every_figure_loads(report: Path, tmp_path: Path) -> None:
@@ -77,9 +91,14 @@ def test_every_figure_loads(report: Path, tmp_path: Path) -> None:
     assert found, f"the probe script did not run; dumped DOM ends with {dom[-500:]!r}"
     loaded = dict(line.rsplit("=", 1) for line in found.group(1).splitlines())
     sources = image_sources(report)
-    assert len(sources) >= 5 and list(loaded) == [*sources, CONTROL]
+    assert len(sources) >= 9 and list(loaded) == [*sources, CONTROL]
+    assert {"bucket_errors_1.png", "accuracy_matrix_1.png", "regret.png"} <= set(sources)
     assert loaded.pop(CONTROL) == "false"
     assert loaded == dict.fromkeys(sources, "true")
+    statuses = re.search(r'<pre id="status-check">(.*?)</pre>', dom, re.DOTALL).group(1).splitlines()
+    assert len(statuses) == 3  # killed, failed and interrupted runs: their status cells are drawn in the warning colour
+    assert all(line.startswith("rgb(163, 58, 0) ") for line in statuses), statuses
+    assert any("failed" in line for line in statuses) and any("interrupted after" in line for line in statuses)
 
 
 def test_screenshot_is_not_blank(report: Path, tmp_path: Path) -> None:

@@ -82,3 +82,24 @@ def _format(value, style: str = "f") -> str:
     if value is None:
         return "-"
     return f"{value:.3e}" if style == "e" else f"{value:.4f}"
+
+
+def print_provenance(runs: list[dict]) -> None:
+    """Per run: CPU, threads, torch and numpy versions, python, and the files it loaded with their sha256."""
+    table = Table(title="provenance")
+    for column in ("run", "cpu", "threads", "torch", "numpy", "python", "files (sha256)"):
+        table.add_column(column, overflow="fold")
+    for run in runs:
+        found = run.get("provenance") or {}
+        machine, versions = found.get("machine") or {}, found.get("versions") or {}
+        files = "\n".join(f"{Path(p).name} {h[:12]}" for p, h in (found.get("files") or {}).items()) or "-"
+        table.add_row(
+            run["run_id"],
+            str(machine.get("cpu", "-")),
+            str(machine.get("threads", "-")),
+            str(versions.get("torch", "-")),
+            str(versions.get("numpy", "-")),
+            str(found.get("python") or "-"),
+            files,
+        )
+    console.print(table)

@@ -6,16 +6,17 @@ Executors map `execute` over specs (one per seed), so the same code runs in-proc
 from __future__ import annotations
 
 import dataclasses
-import platform
+import io
 import shutil
-import sys
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from lifelong.commands.provenance import run_info
+from lifelong.core.files import atomic_write_bytes
 from lifelong.core.streams import Stream
 from lifelong.learners import make_learner
 from lifelong.metrics.base import Metric
@@ -31,6 +32,7 @@ from lifelong.suites.names import stream_label
 from lifelong.training.loop import set_torch_threads
 
 CHECKPOINT_FILE = "checkpoint.pkl"
+PREDICTIONS_DIR = "predictions"
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,7 @@ class RunSpec:
     allow_missing: bool = False  # run the tasks that have data and record which ones ran
     stream_options: dict[str, Any] = field(default_factory=dict)  # e.g. ablation, shuffle_seed (nevis-*)
     metrics: tuple[str, ...] = ()  # registered metrics (lifelong.metrics entry points) reported beside the defaults
+    save_predictions: bool = True  # raw test scores per evaluation under predictions/ (--no-predictions: off)
 
     @property
     def run_id(self) -> str:
@@ -109,11 +112,18 @@ def _execute_held(spec: RunSpec, metrics: Sequence[Metric]) -> dict:
         _realign_records(folder, db, spec.run_id, checkpoint.load().records)
     else:
         db.truncate_events(spec.run_id, 0)  # a run started over (--overwrite) keeps no stale events
-        folder.write_json("run.json", _run_info(spec, stream))
+        folder.write_json("run.json", run_info(spec, stream))
 
     def sink(record: dict) -> None:
         folder.append_record(record)
         db.add_event(spec.run_id, record)
+
+    def save_predictions(record: dict, scores: np.ndarray, labels: np.ndarray) -> None:
+        """predictions/event<index>-<task>.npz: the raw test scores (float32) and labels, as the reference keeps."""
+        buffer = io.BytesIO()
+        np.savez_compressed(buffer, scores=scores.astype(np.float32), labels=labels)
+        name = f"event{record['event']:04d}-{record['task']}.npz"
+        atomic_write_bytes(folder_path / PREDICTIONS_DIR / name, buffer.getvalue())
 
     try:
         result = run(
@@ -125,6 +135,7 @@ def _execute_held(spec: RunSpec, metrics: Sequence[Metric]) -> dict:
             resume=spec.resume,
             run_id=spec.run_id,
             on_record=sink,
+            on_predictions=save_predictions if spec.save_predictions else None,
             progress=spec.progress,
             stop_after=spec.stop_after,
         )
@@ -249,29 +260,3 @@ def _realign_records(folder: RunFolder, db: ResultsDB, run_id: str, records: lis
     db.truncate_events(run_id, len(records))
     for record in records:
         db.add_event(run_id, record)
-
-
-def _run_info(spec: RunSpec, stream: Stream) -> dict:
-    versions = {}
-    for package in ("lifelong", "torch", "numpy", "scikit-learn", "pillow", "ray"):
-        try:
-            versions[package] = metadata.version(package)
-        except metadata.PackageNotFoundError:
-            versions[package] = None
-    return {
-        "run_id": spec.run_id,
-        "config": dataclasses.asdict(spec),
-        "seed": spec.seed,
-        "stream": {
-            "name": stream.name,
-            "tasks": [t.key.to_dict() for t in stream.tasks],
-            "eval_split": stream.eval_split,
-            "meta_test_from_year": stream.meta_test_from_year,
-            "evaluation": stream.evaluation,
-            "protocol": stream.protocol,
-        },
-        "versions": versions,
-        "python": sys.version.split()[0],
-        "platform": platform.platform(),
-        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-    }

@@ -4,11 +4,19 @@
 relative name and loads nothing else (no script, no stylesheet or font from elsewhere), so the folder can be
 moved or archived as is. Every string that comes from runs (ids, learners, task names, domains) is escaped by
 Jinja2's autoescaping in the page and drawn as plain text (no mathtext) in figures.
+
+The runs table gives each run's status: 'finished', or failed, interrupted or incomplete as the run folder's
+summary.json and the results database beside the folder (results.sqlite, opened read-only) tell it. Runs that
+evaluate every bucket after each training event (CLEAR-style accuracy matrices) get their matrix and one error
+curve per bucket instead of a line through every evaluation.
 """
 
 from __future__ import annotations
 
+import json
+import math
 import os
+import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,8 +25,10 @@ from typing import Any
 import jinja2
 import numpy as np
 from matplotlib.lines import Line2D
+from matplotlib.ticker import NullFormatter
 
 from lifelong.core.files import atomic_write_bytes
+from lifelong.metrics.accuracy_matrix import clear_metrics, matrix_from_records, reported_metrics
 from lifelong.metrics.analysis import (
     aggregate_seeds,
     forward_transfer_details,
@@ -27,13 +37,27 @@ from lifelong.metrics.analysis import (
     regret_curve,
     slices,
 )
-from lifelong.report.plots import new_figure, note, plain_legend, save_png, set_task_ticks, task_figure
-from lifelong.results import RunData, read_run, summarize_run
+from lifelong.report.plots import (
+    keep_axes_size,
+    keep_task_axes,
+    new_figure,
+    note,
+    outside_legend,
+    plot_accuracy_matrix,
+    plot_bucket_errors,
+    save_png,
+    set_task_ticks,
+    task_figure,
+    wrap_label,
+)
+from lifelong.results import DB_FILE, RunData, read_run, summarize_run
 
 INDEX_FILE = "index.html"
 TEMPLATE = "report.html.j2"
 REFERENCE_LEARNER = "independent"
 MARKERS = "osD^vP*Xph"
+SUMMARY_FILE = "summary.json"
+FINISHED = "finished"
 
 
 @dataclass
@@ -42,10 +66,20 @@ class _Run:
 
     data: RunData
     row: dict[str, Any]
+    status: str = FINISHED
 
     @property
     def id(self) -> str:
         return self.row["run_id"]
+
+    @property
+    def finished(self) -> bool:
+        return self.status == FINISHED
+
+    @property
+    def is_matrix(self) -> bool:
+        """A run that evaluates every task after each training event (CLEAR-style: an accuracy matrix)."""
+        return self.data.info["stream"].get("evaluation") == "all"
 
     @property
     def group(self) -> tuple[str, Any]:
@@ -61,6 +95,53 @@ class _Section:
     text: str
     figures: list[tuple[str, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+
+
+def _db_status(data: RunData) -> tuple[str, dict[str, Any]] | None:
+    """(status, summary) of the run in the results database beside its folder (read-only), None if unknown."""
+    path = data.path.parent / DB_FILE
+    if not path.is_file():
+        return None
+    try:
+        con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=2.0)
+        try:
+            row = con.execute("SELECT status, summary FROM runs WHERE run_id = ?", (data.run_id,)).fetchone()
+        finally:
+            con.close()
+        if row is None:
+            return None
+        summary = json.loads(row[1]) if row[1] else {}
+    except (sqlite3.Error, ValueError):
+        return None  # not a results database we can read: the folder's files decide alone
+    return str(row[0]), summary if isinstance(summary, dict) else {}
+
+
+def _run_status(data: RunData) -> str:
+    """'finished', or what is known of a run that did not finish, from summary.json and the results database.
+
+    A run is unfinished when the database says failed or interrupted, when summary.json says it stopped before
+    the last event (events_done < events_total), or when there is no summary.json (still running, or killed).
+    """
+    db = _db_status(data)
+    recorded = f"{len(data.records)} events recorded"
+    if db is not None and db[0] == "failed":
+        error = str(db[1].get("error") or "").strip()
+        return f"failed ({recorded})" + (f": {error[:200]}" if error else "")
+    if db is not None and db[0] == "interrupted":
+        return f"interrupted ({recorded})"
+    summary_path = data.path / SUMMARY_FILE
+    if not summary_path.is_file():
+        return f"incomplete: no {SUMMARY_FILE}, {recorded} (still running, or killed)"
+    try:
+        summary = json.loads(summary_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return f"incomplete: {SUMMARY_FILE} unreadable, {recorded}"
+    if not isinstance(summary, dict):
+        summary = {}
+    done, total = summary.get("events_done"), summary.get("events_total")
+    if isinstance(done, int) and isinstance(total, int) and done < total:
+        return f"interrupted after {done} of {total} events"
+    return FINISHED
 
 
 def _color(i: int) -> str:
@@ -122,7 +203,6 @@ def _plot_error_vs_cflop(runs: Sequence[_Run], fronts: dict[tuple[str, Any], lis
         x, y = run.row["cflop"], run.row["meta_test_mean_error"]
         color, marker = _color(learners.index(run.row["learner"])), MARKERS[groups.index(run.group) % len(MARKERS)]
         ax.scatter([x], [y], color=color, marker=marker, s=40, zorder=3)
-        ax.annotate(run.id, (x, y), xytext=(4, 4), textcoords="offset points", fontsize=7, parse_math=False)
     for front in fronts.values():
         if front:
             xs = [r.row["cflop"] for r in front]
@@ -132,8 +212,12 @@ def _plot_error_vs_cflop(runs: Sequence[_Run], fronts: dict[tuple[str, Any], lis
     positive = [c for c in cflops if c > 0]
     if cflops and len(positive) == len(cflops):
         ax.set_xscale("log")
+        low, high = ax.get_xlim()
+        if np.log10(high / low) >= 1.0:  # a decade or more: label the powers of ten only, minor labels collide
+            ax.xaxis.set_minor_formatter(NullFormatter())
     elif cflops:
         ax.set_xscale("symlog", linthresh=min(positive, default=1.0))
+    _annotate_runs(ax, scored)
     handles = [Line2D([], [], color=_color(i), marker="o", linestyle="", label=name) for i, name in enumerate(learners)]
     if len(groups) > 1:
         handles += [
@@ -141,14 +225,32 @@ def _plot_error_vs_cflop(runs: Sequence[_Run], fronts: dict[tuple[str, Any], lis
             for i, g in enumerate(groups)
         ]
     handles.append(Line2D([], [], color="0.3", linestyle="--", label="Pareto front"))
-    plain_legend(ax, handles=handles, fontsize=8, loc="best")
+    outside_legend(ax, handles=handles, fontsize=8)
     if not scored:
         note(ax, "no run evaluated meta-test tasks")
     ax.set_xlabel("cFLOP: training FLOPs over the whole stream")
     ax.set_ylabel("E: mean error over meta-test tasks")
     ax.set_title("error vs compute")
     ax.grid(alpha=0.3)
+    keep_axes_size(fig, ax, 5.5, 3.5)
     return save_png(fig, path)
+
+
+def _annotate_runs(ax: Any, runs: Sequence[_Run]) -> None:
+    """Each point's run id beside it; to the left of points in the right half, so that it stays in the axes."""
+    ax.autoscale_view()
+    for run in runs:
+        x, y = run.row["cflop"], run.row["meta_test_mean_error"]
+        left = ax.transLimits.transform(ax.transScale.transform((x, y)))[0] > 0.5
+        ax.annotate(
+            run.id,
+            (x, y),
+            xytext=(-4 if left else 4, 4),
+            textcoords="offset points",
+            ha="right" if left else "left",
+            fontsize=7,
+            parse_math=False,
+        )
 
 
 def _plot_task_errors(runs: Sequence[_Run], path: Path) -> Path:
@@ -165,33 +267,81 @@ def _plot_task_errors(runs: Sequence[_Run], path: Path) -> Path:
     ax.set_ylabel("error (1 - accuracy or 1 - mAP)")
     ax.set_title(f"error per task: {_group_label(runs[0].group)}", parse_math=False)
     if uids:
-        plain_legend(ax, fontsize=7, loc="upper right")
+        outside_legend(ax, fontsize=7)
     else:
         note(ax, "no predict records")
     ax.grid(axis="y", alpha=0.3)
+    keep_task_axes(fig, ax)
     return save_png(fig, path)
 
 
+def _per_task_section(runs: Sequence[_Run], out: Path) -> _Section:
+    """Error per task: one figure per stream with a line per run; for accuracy-matrix runs (which evaluate every
+    bucket after each training event) one figure per run with a curve per evaluated bucket over training."""
+    section = _Section("Error per task", "Error of each evaluated task, in stream order.")
+    matrix_figures = 0
+    for i, members in enumerate(_groups(runs).values(), start=1):
+        lines = [r for r in members if not r.is_matrix]
+        if lines:
+            name = f"task_errors_{i}.png"
+            _plot_task_errors(lines, out / name)
+            section.figures.append((name, f"error per task, {_group_label(members[0].group)}"))
+        for run in members:
+            if not run.is_matrix:
+                continue
+            matrix_figures += 1
+            name = f"bucket_errors_{matrix_figures}.png"
+            labels = list(run.data.task_metadata)
+            matrix = matrix_from_records(run.data.records, len(labels))
+            plot_bucket_errors(matrix, out / name, labels=labels, title=f"error per bucket over training: {run.id}")
+            section.figures.append((name, f"error of each evaluated bucket after each training event, {run.id}"))
+    if matrix_figures:
+        section.text += (
+            " Runs that evaluate every bucket after each training event (accuracy matrices): one curve per evaluated "
+            "bucket, its error after each training event; the outlined point is the bucket just trained."
+        )
+    return section
+
+
 def _plot_regret(curves: Sequence[tuple[str, np.ndarray]], reference: _Run, path: Path) -> Path:
-    """Regret curves R(t) of runs against the reference run; below zero the run made fewer errors."""
+    """Regret curves R(t) of runs against the reference run (at least one); below zero the run made fewer errors."""
     fig, ax = new_figure(8.0, 4.5)
     for i, (run_id, curve) in enumerate(curves):
         ax.plot(range(1, len(curve) + 1), curve, marker="o", markersize=3, linewidth=1, color=_color(i), label=run_id)
     ax.axhline(0.0, color="0.5", linewidth=0.8)
-    if curves:
-        plain_legend(ax, fontsize=8, loc="best")
-    else:
-        note(ax, "no other run evaluated the reference's tasks")
+    outside_legend(ax, fontsize=8)
     ax.set_xlabel("tasks evaluated (stream order)")
     ax.set_ylabel("R(t): cumulative error difference")
-    ax.set_title(f"regret against {reference.id}", parse_math=False)
+    ax.set_title(wrap_label(f"regret against {reference.id}", 80), parse_math=False)
     ax.grid(alpha=0.3)
+    keep_axes_size(fig, ax, 5.5, 3.0)
     return save_png(fig, path)
+
+
+def _slice_order(key: str, label: str) -> tuple[Any, ...]:
+    """Sort key of a slice label as `slices` writes it: size bins by their lower edge ('< 1,000' first, then
+    '1,000-10,000', then '>= 10,000'), resolutions by value, domains by name with '(none)' last."""
+    if key == "domain":
+        return (label == "(none)", label)
+    text = label.replace(",", "").strip()
+    if text.startswith("<"):
+        return (0, -math.inf, label)
+    text = text.removeprefix(">=").strip()
+    try:
+        return (0, float(text if key == "resolution" else text.split("-", 1)[0] or text), label)
+    except ValueError:
+        return (1, 0.0, label)  # not a label `slices` writes: after the others, by name
+
+
+def _slice_labels(per_run: Sequence[tuple[str, dict[str, dict[str, Any]]]], key: str) -> list[str]:
+    """The slices of all runs, in slice order (not in order of first appearance: a run may lack small tasks)."""
+    labels = {label for _, by_slice in per_run for label in by_slice}
+    return sorted(labels, key=lambda label: _slice_order(key, label))
 
 
 def _plot_slices(per_run: Sequence[tuple[str, dict[str, dict[str, Any]]]], key: str, path: Path) -> Path:
     """Grouped bars: mean error per slice (x), one bar per run."""
-    labels = list(dict.fromkeys(label for _, by_slice in per_run for label in by_slice))
+    labels = _slice_labels(per_run, key)
     width = 0.8 / max(len(per_run), 1)
     fig, ax = new_figure(min(40.0, max(6.0, 0.3 * len(labels) * max(len(per_run), 2) + 2.0)), 4.5)
     for i, (run_id, by_slice) in enumerate(per_run):
@@ -203,10 +353,12 @@ def _plot_slices(per_run: Sequence[tuple[str, dict[str, dict[str, Any]]]], key: 
     ax.set_ylabel("mean error")
     ax.set_title(f"mean error by {key}")
     if labels:
-        plain_legend(ax, fontsize=7, loc="upper right")
+        outside_legend(ax, fontsize=7)
     else:
         note(ax, "no evaluated tasks")
     ax.grid(axis="y", alpha=0.3)
+    width, _ = fig.get_size_inches()
+    keep_axes_size(fig, ax, width - 2.0, 2.8)
     return save_png(fig, path)
 
 
@@ -265,10 +417,25 @@ def _regret_section(runs: Sequence[_Run], reference: _Run, out: Path) -> _Sectio
                 f"{_group_label(reference.group)}: no regret curve (pass --reference to pick a run of the same stream)"
             )
             continue
+        if run.is_matrix or reference.is_matrix:
+            section.notes.append(
+                f"{run.id}: no regret curve: accuracy-matrix runs evaluate every bucket after each training event, "
+                "and regret compares one evaluation per task (see the accuracy matrices)"
+            )
+            continue
         try:
             curves.append((run.id, regret_curve(run.data.records, reference.data.records)))
         except ValueError as e:
             section.notes.append(f"{run.id}: {e}")
+    if not curves:  # an empty figure says nothing: one sentence says why there is none
+        if len(runs) == 1:
+            section.text = f"No regret curve: {reference.id} is the only run, and regret compares a run with another."
+        else:
+            section.text = (
+                f"No regret curve: no other run evaluated the same tasks as the reference {reference.id} "
+                "(the notes below say why for each run)."
+            )
+        return section
     _plot_regret(curves, reference, out / "regret.png")
     section.figures.append(("regret.png", f"regret curves against {reference.id}"))
     return section
@@ -276,10 +443,7 @@ def _regret_section(runs: Sequence[_Run], reference: _Run, out: Path) -> _Sectio
 
 def _matrix_section(runs: Sequence[_Run], out: Path) -> _Section | None:
     """Accuracy matrices (CLEAR-style runs that evaluate every task after each training event), from the events."""
-    from lifelong.metrics.accuracy_matrix import clear_metrics, matrix_from_records, reported_metrics
-    from lifelong.report.plots import plot_accuracy_matrix
-
-    matrix_runs = [r for r in runs if r.data.info["stream"].get("evaluation") == "all"]
+    matrix_runs = [r for r in runs if r.is_matrix]
     if not matrix_runs:
         return None
     section = _Section(
@@ -311,36 +475,63 @@ def _transfer_rows(runs: Sequence[_Run]) -> tuple[list[dict[str, str]], list[str
     return rows, notes
 
 
-def _table_rows(runs: Sequence[_Run], fronts: dict[tuple[str, Any], list[_Run]]) -> list[dict[str, str]]:
-    """The runs table, formatted."""
+def _tasks_evaluated(run: _Run) -> str:
+    """The 'tasks evaluated' cell: evaluated / stream tasks (and meta-test ones where the stream has a meta-test
+    part); for an accuracy-matrix run, its buckets and evaluations ('10 buckets, 10 × 10 evaluations')."""
+    row, stream = run.row, run.data.info["stream"]
+    if run.is_matrix:
+        cells = [r for r in records_of_type(run.data.records, "predict") if r.get("after_task_index") is not None]
+        steps = len({r["after_task_index"] for r in cells})
+        n = row["num_tasks"]
+        if len(cells) == steps * n:
+            return f"{n} buckets, {steps} × {n} evaluations"
+        return f"{n} buckets, {len(cells)} evaluations after {steps} training events"
+    text = f"{row['num_evaluated']} / {row['num_tasks']}"
+    if "meta_test_from_year" in stream and stream["meta_test_from_year"] is None:
+        return text  # the stream has no meta-test part
+    return f"{text} ({row['num_meta_test']} meta-test)"
+
+
+def _table_rows(runs: Sequence[_Run], fronts: dict[tuple[str, Any], list[_Run]]) -> list[dict[str, Any]]:
+    """The runs table, formatted; `finished` marks the rows whose status needs attention."""
     on_front = {r.id for front in fronts.values() for r in front}
     return [
         {
             "run_id": r.id,
+            "status": r.status,
+            "finished": r.finished,
             "learner": r.row["learner"],
             "seed": str(r.row["seed"]),
             "stream": _group_label(r.group),
             "error": _format(r.row["meta_test_mean_error"], ".4f"),
             "cflop": _format(r.row["cflop"], ".3g"),
-            "tasks": f"{r.row['num_evaluated']} / {r.row['num_tasks']} ({r.row['num_meta_test']} meta-test)",
+            "tasks": _tasks_evaluated(r),
             "pareto": "yes" if r.id in on_front else "",
         }
         for r in runs
     ]
 
 
-def _seed_rows(runs: Sequence[_Run]) -> list[dict[str, str]]:
-    """Mean ± std over seeds per (stream, learner), formatted."""
-    return [
-        {
-            "stream": _group_label((g["stream"], g["eval_split"])),
-            "learner": g["learner"],
-            "seeds": ", ".join(map(str, g["seeds"])),
-            "error": _mean_std(g["meta_test_mean_error_mean"], g["meta_test_mean_error_std"], ".4f"),
-            "cflop": _mean_std(g["cflop_mean"], g["cflop_std"], ".3g"),
-        }
-        for g in aggregate_seeds(r.row for r in runs)
-    ]
+def _seed_rows(runs: Sequence[_Run]) -> list[dict[str, Any]]:
+    """Mean ± std over seeds per (stream, learner), formatted: the number of seeds, their ids, unfinished runs."""
+    rows = []
+    for g in aggregate_seeds(r.row for r in runs):
+        members = [r for r in runs if (*r.group, r.row["learner"]) == (g["stream"], g["eval_split"], g["learner"])]
+        unfinished = [str(r.row["seed"]) for r in members if not r.finished]
+        rows.append(
+            {
+                "stream": _group_label((g["stream"], g["eval_split"])),
+                "learner": g["learner"],
+                "num_seeds": str(len(g["seeds"])),
+                "seeds": ", ".join(map(str, g["seeds"])),
+                "unfinished": f"not finished: seed{'s' * (len(unfinished) > 1)} {', '.join(unfinished)}"
+                if unfinished
+                else "",
+                "error": _mean_std(g["meta_test_mean_error_mean"], g["meta_test_mean_error_std"], ".4f"),
+                "cflop": _mean_std(g["cflop_mean"], g["cflop_std"], ".3g"),
+            }
+        )
+    return rows
 
 
 def _render(context: dict[str, Any]) -> str:
@@ -368,7 +559,7 @@ def write_report(
     runs = []
     for run_dir in run_dirs:
         data = read_run(run_dir)
-        runs.append(_Run(data, summarize_run(data)))
+        runs.append(_Run(data, summarize_run(data), _run_status(data)))
     ids = [r.id for r in runs]
     if len(set(ids)) < len(ids):
         raise ValueError(f"run(s) {sorted({i for i in ids if ids.count(i) > 1})} given twice: {list(run_dirs)}")
@@ -389,15 +580,12 @@ def write_report(
     unscored = [r.id for r in runs if r.row["meta_test_mean_error"] is None]
     if unscored:
         compute.notes.append(f"not drawn (no meta-test task evaluated): {', '.join(unscored)}")
-    per_task = _Section("Error per task", "Error of each evaluated task, in stream order.")
-    for i, members in enumerate(_groups(runs).values(), start=1):
-        name = f"task_errors_{i}.png"
-        _plot_task_errors(members, out / name)
-        per_task.figures.append((name, f"error per task, {_group_label(members[0].group)}"))
+    per_task = _per_task_section(runs, out)
     transfer_rows, transfer_notes = _transfer_rows(runs)
     page = _render(
         {
             "runs": _table_rows(runs, fronts),
+            "unfinished": [r.id for r in runs if not r.finished],
             "seed_rows": _seed_rows(runs),
             "reference": ref.id,
             "sections": [

@@ -1,13 +1,16 @@
 """Plots of one run from its per-event records: error per task and cumulative training FLOPs.
 
 Figures are drawn on matplotlib's Agg canvas directly (no pyplot, no display, no global backend change)
-and written as PNG atomically.
+and written as PNG atomically. Long labels (task uids, run ids, learner names) neither squash the plot nor get
+cut off: `keep_axes_size` grows a figure to make room for them, legends wrap them, and `save_png` saves the
+figure's whole drawn extent.
 """
 
 from __future__ import annotations
 
 import io
 import os
+import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,6 +27,7 @@ from lifelong.metrics.analysis import records_of_type
 META_TEST_COLOR = "tab:orange"
 META_TRAIN_COLOR = "tab:blue"
 MISSING_COLOR = "0.6"
+LABEL_WRAP = 40  # characters per line of a legend label
 
 
 def new_figure(width: float, height: float = 4.5) -> tuple[Figure, Any]:
@@ -45,23 +49,66 @@ def set_task_ticks(ax: Any, uids: list[str]) -> None:
     ax.set_xlim(-0.6, max(len(uids), 1) - 0.4)
 
 
+def keep_task_axes(fig: Figure, ax: Any) -> None:
+    """`keep_axes_size` for a `task_figure`: the plot keeps its width less 2 inches and 2.8 inches of height."""
+    width, _ = fig.get_size_inches()
+    keep_axes_size(fig, ax, width - 2.0, 2.8)
+
+
 def note(ax: Any, text: str) -> None:
     """Grey text in the middle of the axes, e.g. to say why a plot is empty."""
     ax.text(0.5, 0.5, text, transform=ax.transAxes, ha="center", va="center", color="0.4", parse_math=False)
 
 
-def plain_legend(ax: Any, **kwargs: Any) -> Any:
-    """A legend whose labels (run ids, learner names) are plain text: '$' starts no math."""
+def wrap_label(text: str, width: int = LABEL_WRAP) -> str:
+    """`text` on lines of at most `width` characters, broken at spaces or hyphens (inside a word if need be)."""
+    return "\n".join(textwrap.wrap(text, width, break_on_hyphens=True, break_long_words=True)) or text
+
+
+def plain_legend(ax: Any, *, wrap: int | None = LABEL_WRAP, **kwargs: Any) -> Any:
+    """A legend whose labels (run ids, learner names) are plain text ('$' starts no math), wrapped at `wrap`."""
     legend = ax.legend(**kwargs)
     for text in legend.get_texts():
         text.set_parse_math(False)
+        if wrap:
+            text.set_text(wrap_label(text.get_text(), wrap))
     return legend
 
 
+def outside_legend(ax: Any, **kwargs: Any) -> Any:
+    """A plain legend to the right of the axes, where it covers no data (`keep_axes_size` makes room for it)."""
+    return plain_legend(ax, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, **kwargs)
+
+
+def keep_axes_size(fig: Figure, ax: Any, width: float, height: float, *, beside: float = 0.0) -> None:
+    """Grow `fig` so that `ax` keeps at least `width` x `height` inches beside its labels, legend and title.
+
+    Constrained layout fits the decorations into the figure by shrinking the axes; long rotated tick labels or
+    a wide legend would squash them to nothing (and then clip the labels). The decorations' extent is measured
+    on the renderer and the figure widened or heightened by what they take beyond its free space; `beside` is
+    the width (inches) of what else sits in the row, e.g. a colorbar.
+    """
+    renderer = fig.canvas.get_renderer()
+    box = ax.get_position().transformed(fig.transFigure)
+    tight = ax.get_tightbbox(renderer)
+    if tight is None:
+        return
+    dpi = fig.dpi
+    extra_w = (max(0.0, box.x0 - tight.x0) + max(0.0, tight.x1 - box.x1)) / dpi
+    extra_h = (max(0.0, box.y0 - tight.y0) + max(0.0, tight.y1 - box.y1)) / dpi
+    fig_w, fig_h = fig.get_size_inches()
+    pad = 0.3  # constrained layout's margins around the axes
+    fig.set_size_inches(max(fig_w, width + extra_w + beside + pad), max(fig_h, height + extra_h + pad))
+
+
 def save_png(fig: Figure, path: str | os.PathLike[str]) -> Path:
-    """Render `fig` as PNG (100 dpi) and write it atomically to `path`."""
+    """Render `fig` as PNG (100 dpi) and write it atomically to `path`.
+
+    The image holds everything drawn (bbox_inches="tight"): text beyond the figure's edge, such as a long
+    annotation beside a point, widens the image instead of being cut off.
+    """
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=100)
+    fig.savefig(buffer, format="png", dpi=100, bbox_inches="tight", pad_inches=0.1)
     path = Path(path)
     atomic_write_bytes(path, buffer.getvalue())
     return path
@@ -96,6 +143,7 @@ def plot_task_errors(records: Iterable[Mapping[str, Any]], path: str | os.PathLi
         fontsize=8,
     )
     ax.grid(axis="y", alpha=0.3)
+    keep_task_axes(fig, ax)
     return save_png(fig, path)
 
 
@@ -127,6 +175,7 @@ def plot_cumulative_flops(records: Iterable[Mapping[str, Any]], path: str | os.P
     ax.set_xlabel("stream position (task)")
     ax.set_ylabel("cumulative training FLOPs")
     ax.grid(alpha=0.3)
+    keep_task_axes(fig, ax)
     return save_png(fig, path)
 
 
@@ -177,4 +226,41 @@ def plot_accuracy_matrix(
     ax.set_title(title or "accuracy matrix (%)", parse_math=False)
     if not np.isfinite(matrix).any():
         note(ax, "no cell evaluated")
+    keep_axes_size(fig, ax, 0.7 * side, 0.7 * side, beside=1.2)
+    return save_png(fig, path)
+
+
+def plot_bucket_errors(
+    R: Any, path: str | os.PathLike[str], *, labels: Sequence[str] | None = None, title: str = ""
+) -> Path:
+    """Error of each evaluated bucket over training: one curve per column j of the accuracy matrix R.
+
+    x: after training bucket i (the rows); y: error (1 - R[i, j]) on bucket j's evaluation data. The larger
+    outlined marker on each curve is the bucket just trained (i = j): left of it is the forward transfer, right
+    of it the forgetting. None/NaN cells are gaps. `labels` name the buckets (default: 1-based positions).
+    """
+    matrix = np.array(R, dtype=float)
+    if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1] or matrix.shape[0] == 0:
+        raise ValueError(f"accuracy matrix must be a non-empty square (N x N) array, got shape {matrix.shape}")
+    n = matrix.shape[0]
+    names = [str(i + 1) for i in range(n)] if labels is None else [str(label) for label in labels]
+    if len(names) != n:
+        raise ValueError(f"labels must name each of the {n} buckets, got {len(names)}: {list(names)!r}")
+    fig, ax = task_figure(n)
+    colors = colormaps["viridis"](np.linspace(0.0, 0.9, n))
+    for j in range(n):
+        errors = 1.0 - matrix[:, j]
+        ax.plot(range(n), errors, marker="o", markersize=3, linewidth=1.2, color=colors[j], label=names[j])
+        if np.isfinite(errors[j]):
+            ax.plot([j], [errors[j]], marker="o", markersize=7, color=colors[j], markeredgecolor="black", zorder=3)
+    set_task_ticks(ax, [f"after {name}" for name in names])
+    ax.set_ylim(0.0, 1.05)
+    ax.set_xlabel("training events (after training bucket i)")
+    ax.set_ylabel("error (1 - accuracy)")
+    ax.set_title(title or "error per bucket over training", parse_math=False)
+    outside_legend(ax, title="evaluated on", fontsize=7, title_fontsize=7, ncols=1 if n <= 20 else 2)
+    if not np.isfinite(matrix).any():
+        note(ax, "no cell evaluated")
+    ax.grid(alpha=0.3)
+    keep_task_axes(fig, ax)
     return save_png(fig, path)

@@ -1,6 +1,15 @@
 """Results of runs: run folders and the shared SQLite index (store), and reading runs back (runs)."""
 
-from lifelong.results.runs import RUN_FILE, RunData, group_id, load_matrix_runs, read_run, summarize_run, summarize_runs
+from lifelong.results.runs import (
+    RUN_FILE,
+    RunData,
+    group_id,
+    load_matrix_runs,
+    read_provenance,
+    read_run,
+    summarize_run,
+    summarize_runs,
+)
 from lifelong.results.store import DB_FILE, EVENTS_FILE, ResultsDB, RunFolder
 
 __all__ = [
@@ -12,6 +21,7 @@ __all__ = [
     "load_matrix_runs",
     "RunData",
     "RunFolder",
+    "read_provenance",
     "read_run",
     "summarize_run",
     "summarize_runs",

@@ -87,24 +87,62 @@ def summarize_runs(run_dirs: Iterable[str | os.PathLike[str]]) -> list[dict[str,
     return [summarize_run(read_run(d)) for d in run_dirs]
 
 
-def load_matrix_runs(run_dirs: list[Path]) -> list[dict]:
-    """Finished accuracy-matrix runs from their folders (summary.json + run.json), for a seed summary."""
+def run_folders(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
+    """Run folders among `paths`: a run folder as it is, a parent folder by its run folders, other files left out.
+
+    So `runs/` and a shell glob that also catches `runs/...-seeds.json` both work.
+    """
+    found: list[Path] = []
+    for given in paths:
+        path = Path(given)
+        if (path / RUN_FILE).is_file():
+            found.append(path)
+        elif path.is_dir():
+            found.extend(sorted(child for child in path.iterdir() if (child / RUN_FILE).is_file()))
+        elif not path.exists():
+            raise FileNotFoundError(f"{path} does not exist; give run folders, their parent folder, or a glob")
+    return list(dict.fromkeys(found))
+
+
+def load_matrix_runs(run_dirs: Iterable[str | os.PathLike[str]]) -> list[dict]:
+    """Finished accuracy-matrix runs from run folders (or their parent folder), for a seed summary of one group."""
+    named = {Path(p) for p in run_dirs if (Path(p) / RUN_FILE).is_file()}
     results = []
-    for folder in run_dirs:
-        summary_path, info_path = Path(folder) / "summary.json", Path(folder) / "run.json"
-        if not summary_path.is_file() or not info_path.is_file():
-            raise FileNotFoundError(f"{folder} is not a finished run folder (no summary.json or run.json)")
-        summary = json.loads(summary_path.read_text())
+    for folder in run_folders(run_dirs):
+        summary_path = folder / "summary.json"
+        summary = json.loads(summary_path.read_text()) if summary_path.is_file() else {}
         if summary.get("accuracy_matrix") is None:
-            raise ValueError(f"{folder} is not an accuracy-matrix run (stream without evaluation of every task)")
-        info = json.loads(info_path.read_text())
+            if folder in named:  # a folder the user named must be one; a parent's other runs are passed over
+                if not summary:
+                    raise FileNotFoundError(f"{folder} is not a finished run folder (no summary.json)")
+                raise ValueError(f"{folder} is not an accuracy-matrix run (stream without evaluation of every task)")
+            continue
+        info = json.loads((folder / RUN_FILE).read_text())
         results.append({**summary, "labels": [t["uid"] for t in info["stream"]["tasks"]]})
+    if not results:
+        raise FileNotFoundError(f"no finished accuracy-matrix run folder in {[str(p) for p in run_dirs]}")
     groups = sorted({group_id(r["run_id"]) for r in results})
     if len(groups) > 1:
-        raise ValueError(f"these runs belong to different groups (stream, protocol, learner): {groups}")
+        raise ValueError(
+            f"these runs belong to different groups (stream, protocol, learner): {groups}; "
+            "summarise one group at a time, e.g. lifelong matrix-summary RUNS/<group>-seed*"
+        )
     return results
 
 
 def group_id(run_id: str) -> str:
     """The run id without its seed: the name of a group of seeds."""
     return re.sub(r"-seed\d+", "", run_id)
+
+
+def read_provenance(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    """What run.json says about where and how a run was made: machine, versions, python, loaded files (sha256).
+
+    Empty fields for a run folder that is gone or predates provenance.
+    """
+    path = Path(run_dir) / RUN_FILE
+    try:
+        info = json.loads(path.read_text())
+    except (OSError, ValueError):
+        info = {}
+    return {key: info.get(key) for key in ("machine", "versions", "python", "platform", "files", "created")}

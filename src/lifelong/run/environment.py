@@ -8,6 +8,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from lifelong.core.events import Event, TrainEvent
 from lifelong.core.learner import Learner
 from lifelong.core.progress import progress_bar
@@ -43,6 +45,7 @@ def run(
     resume: bool = False,
     run_id: str = "",
     on_record: Callable[[dict], None] | None = None,
+    on_predictions: Callable[[dict, np.ndarray, np.ndarray], None] | None = None,
     progress: bool = False,
     stop_after: int | None = None,
 ) -> RunResult:
@@ -51,6 +54,8 @@ def run(
     Timing separates the learner's train/predict calls, loading task data, and the environment's own overhead
     (validation, metrics, checkpoints, the `on_record` sink).
 
+    `on_predictions(record, scores, labels)` receives every prediction event's validated scores and the split's
+    labels before the event is checkpointed (a sink that saves them is then never behind the checkpoint).
     Each record is checkpointed before `on_record` sees it, so a sink that lags behind after a crash can
     be brought back in line from the checkpoint. `stop_after` ends the call after that many events
     (the checkpoint stays resumable), which tests use to simulate an interruption.
@@ -88,7 +93,9 @@ def run(
             if checkpoint is not None and isinstance(event, TrainEvent):
                 workdir = checkpoint.path.parent / "work" / event.task.uid
                 event = dataclasses.replace(event, workdir=workdir)
-            learner_state, record = _run_event(learner, learner_name, event, learner_state, stream, run_id)
+            learner_state, record, predicted = _run_event(learner, learner_name, event, learner_state, stream, run_id)
+            if on_predictions is not None and predicted is not None:
+                on_predictions(record, *predicted)
             record["seconds"] = time.perf_counter() - tick
             learner_seconds += record["seconds"]
             flops_before = state.records[-1]["cumulative_train_flops"] if state.records else 0.0
@@ -122,7 +129,8 @@ def run(
 
 def _run_event(
     learner: Learner, learner_name: str, event: Event, learner_state: object, stream: Stream, run_id: str
-) -> tuple[object, dict]:
+) -> tuple[object, dict, tuple[np.ndarray, np.ndarray] | None]:
+    """Train or predict; the record, and for a prediction event its (scores, labels)."""
     task = event.task
     record = {
         "run_id": run_id,
@@ -144,6 +152,7 @@ def _run_event(
         "train_flops": 0.0,
         "peak_parameters": 0,
     }
+    predicted = None
     try:
         if isinstance(event, TrainEvent):
             learner_state, resources = learner.train(event, learner_state)
@@ -160,11 +169,12 @@ def _run_event(
             record.update(split=event.split, error=float(error), skipped_labels=int(skipped), num_items=len(targets))
             predict_flops = getattr(learner, "predict_flops", None)
             record["inference_flops"] = float(predict_flops(event, learner_state)) if predict_flops else None
+            predicted = (predictions, np.asarray(targets))
     except LearnerOutputError:
         raise
     except Exception as exc:  # learner or data failure: say where it happened, keep the cause chained
         raise EventError(f"{event.name}: {type(exc).__name__}: {exc}") from exc
-    return learner_state, record
+    return learner_state, record, predicted
 
 
 def _load_task(stream: Stream, event: Event) -> None:
