@@ -519,7 +519,7 @@ def verify(
         if tuple(map(int, got)) != tuple(map(int, want)):
             raise AssertionError(f"model {model}: streamed counts {got} differ from full-row counts {want}")
         acc = store.accuracies([model])[model]
-        if abs(acc.accuracy - kept.ones_y[0] / n) > 1e-12 or (i < entries and acc.kind != "estimated"):
+        if abs(acc.row_accuracy - kept.ones_y[0] / n) > 1e-12 or (i < entries and acc.kind != "estimated"):
             raise AssertionError(f"model {model}: store accuracy {acc} does not match the estimate")
     return int(picks.size) + 1
 

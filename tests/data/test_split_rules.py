@@ -158,3 +158,46 @@ def test_image_folder_splits_and_domain_groups_reach_the_task_through_task_spec(
     splits = build_stream("s", [spec]).splits(0)
     assert splits.notes["split_sizes"] == {"train": 12, "dev": 4, "dev_test": 12, "test": 4}
     assert splits.notes["split_rule"] == "domainnet" and splits.notes["official_split"]
+
+
+def _norb_items(per_instance: int = 2) -> tuple[np.ndarray, np.ndarray]:
+    """Each item's small NORB instance (0-9, `per_instance` each, interleaved) and its official split."""
+    instances = np.tile(np.arange(10), per_instance)
+    official = np.where(np.isin(instances, [4, 6, 7, 8, 9]), "train", "test")
+    return instances, official
+
+
+def test_smallnorb_splits_by_object_as_the_reference():
+    instances, official = _norb_items()
+    splits = split_indices(official, seed=3, rule="smallnorb", groups=instances)
+    _check_partition(splits, len(instances))
+    assert {name: sorted(set(instances[idx])) for name, idx in splits.items()} == {
+        "train": [7, 8, 9], "dev": [4], "dev_test": [6], "test": [0, 1, 2, 3, 5],
+    }  # fmt: skip
+    assert (official[splits["test"]] == "test").all()
+    for other in (split_indices(official, seed=9, rule="smallnorb", groups=[f"instance{k}" for k in instances]),
+                  split_indices(len(instances), rule="smallnorb", groups=instances.astype(str))):  # fmt: skip
+        assert all(np.array_equal(splits[k], other[k]) for k in SPLIT_NAMES), "no seed, no official split needed"
+    official[0] = "train"  # instance 0 is an official test object: it cannot join the training pool
+    with pytest.raises(ValueError, match=r"item 0: small NORB instance 0 is in the training pool.*\[4, 6, 7, 8, 9\]"):
+        split_indices(official, rule="smallnorb", groups=instances)
+    with pytest.raises(ValueError, match="'box' is not an object instance"):
+        split_indices(1, rule="smallnorb", groups=["box"])
+    assert parse_group("smallnorb", "/d/train/car/instance7/az02.png") == "7"
+    assert parse_group("smallnorb", "/d/train/car/car_instance_4_el3.png") == "4"
+    with pytest.raises(ValueError, match="no small NORB instance"):
+        parse_group("smallnorb", "/d/train/car/az02.png")
+
+
+def test_smallnorb_image_folder_reaches_the_task_split_by_object(tmp_path, write_png):
+    value = 0
+    for instance, split in zip(range(10), _norb_items(1)[1], strict=True):
+        for cls in ("car", "plane"):
+            for view in range(2):
+                value += 1
+                write_png(tmp_path / split / cls / f"instance{instance}" / f"view{view}.png", value)
+    spec = TaskSpec("norb", f"folder:{tmp_path}", kind=TaskKind.MULTI_CLASS, classes=("car", "plane"), resolution=4,
+                    split_rule="smallnorb")  # fmt: skip
+    splits = build_stream("s", [spec]).splits(0)
+    assert splits.notes["split_sizes"] == {"train": 12, "dev": 4, "dev_test": 4, "test": 20}
+    assert splits.notes["split_rule"] == "smallnorb" and splits.notes["official_split"]

@@ -311,6 +311,7 @@ def test_linear_regime_with_an_encoder_spec_counts_encoder_flops(monkeypatch: py
 
     encoder = _ToyEncoder()
     monkeypatch.setattr(encoders, "load_encoder", lambda spec: encoder)
+    monkeypatch.setattr(encoders, "check_encoder_spec", lambda spec: "file")
     trains, predicts = _events(2)
     flops = {}
     for count in (True, False):

@@ -10,7 +10,7 @@ import torch
 import lifelong.learners.independent as independent
 from lifelong.core import ArrayDataset, TaskKey, TrainEvent
 from lifelong.learners import make_learner
-from lifelong.learners.finetune import FinetuneKnnLearner, FinetunePrevLearner
+from lifelong.learners.finetune import FinetuneKnnConfig, FinetuneKnnLearner, FinetunePrevLearner
 from lifelong.learners.independent import IndependentLearner
 from lifelong.testing import check_learner
 from lifelong.training.models import count_parameters, make_model
@@ -142,14 +142,35 @@ def test_static_scores_with_independent_models_whose_flops_count(knn_runs):
     assert len(calls) == 5  # three tasks + independent models for col and s2
 
 
-def test_knn_picks_random_init_when_no_past_model_is_related():
-    learner = FinetuneKnnLearner(**TINY)
+def _unrelated_past_then_train(**options):
+    """Train a colour task on a state holding two past backbones whose features carry nothing (all zeros)."""
+    learner = FinetuneKnnLearner(**TINY, **options)
     state = learner.init(0)
     blank = {k: torch.zeros_like(v) for k, v in make_model("resnet_mini", 2).backbone.state_dict().items()}
-    state["backbones"] = [("old-a", blank), ("old-b", blank)]  # features that carry nothing
-    state, resources = learner.train(_event(0, _colours, "now", 5, n=64), state)
+    state["backbones"] = [("old-a", blank), ("old-b", blank)]
+    return learner.train(_event(0, _colours, "now", 5, n=64), state)
+
+
+def test_knn_never_starts_from_random_init_once_a_past_model_exists_by_default(monkeypatch):
+    spy = _SearchSpy()
+    monkeypatch.setattr(independent, "search", spy)
+    state, resources = _unrelated_past_then_train()
     selection = state["selections"][-1]
-    assert selection["init"] == RANDOM_INIT
+    scores = selection["scores"]
+    assert scores[RANDOM_INIT] > max(scores["task:old-a"], scores["task:old-b"]), "random init is still scored"
+    assert selection["best_scored"] == RANDOM_INIT
+    assert selection["init"] == "task:old-b" == state["init_from"], "the best past model (most recent on a tie)"
+    assert spy.calls[0][0] is not None and all(not v.any() for v in spy.calls[0][0].values())
+    backbone = count_parameters(make_model("resnet_mini", 3).backbone)
+    assert resources.peak_parameters == count_parameters(make_model("resnet_mini", 3)) + 2 * backbone
+
+
+def test_knn_picks_random_init_when_allowed_and_no_past_model_is_related(monkeypatch):
+    spy = _SearchSpy()
+    monkeypatch.setattr(independent, "search", spy)
+    state, resources = _unrelated_past_then_train(allow_random_init=True)
+    selection = state["selections"][-1]
+    assert selection["init"] == selection["best_scored"] == RANDOM_INIT and spy.calls[0][0] is None
     assert selection["scores"][RANDOM_INIT] > max(selection["scores"]["task:old-a"], selection["scores"]["task:old-b"])
     backbone = count_parameters(make_model("resnet_mini", 3).backbone)
     assert resources.peak_parameters == count_parameters(make_model("resnet_mini", 3)) + 2 * backbone
@@ -180,6 +201,12 @@ def test_options_are_checked():
         FinetuneKnnLearner(colour="red")
     with pytest.raises(ValueError, match="max_past_models"):
         FinetuneKnnLearner(max_past_models=0)
+    with pytest.raises(ValueError, match="allow_random_init.*'yes'.*true or false"):
+        FinetuneKnnLearner(allow_random_init="yes")
+    with pytest.raises(ValueError, match="allow_random_init must be true or false, got 'yes'"):
+        FinetuneKnnConfig(allow_random_init="yes")
+    assert make_learner("finetune-knn").config.allow_random_init is False
+    assert make_learner("finetune-knn", allow_random_init=True).config.allow_random_init is True
     with pytest.raises(ValueError, match="unknown FinetunePrevLearner option"):
         FinetunePrevLearner(mode="static")
     assert isinstance(make_learner("finetune-prev", **TINY), FinetunePrevLearner)

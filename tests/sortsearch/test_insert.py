@@ -112,3 +112,41 @@ def test_record_estimates_registers_many_predicted_rows_at_once(tmp_path):
         store.record_estimates(ids, [1] * 5, 99, "dp-uniform", 40)
     with pytest.raises(ValueError, match="one threshold per model"):
         store.record_estimates(ids, [1, 2], version, "dp-uniform", 40)
+
+
+def test_an_added_model_reports_the_best_estimate_with_its_interval_around_it(tmp_path):
+    """Issue 11: the leaderboard showed the threshold's k/n while the interval was centred on k/n + mean residual."""
+    from lifelong.sortsearch.intervals import accuracy_interval
+    from lifelong.sortsearch.search import dp_threshold, extrapolate
+
+    truth = planted(m=60, n=400, seed=3)
+    store = store_with(tmp_path, truth, ranking=25)
+    sort_store(store)
+    for sampling in ("uniform", "random"):
+        plan = plan_model(store, 40, sampling=sampling, seed=1)
+        for i in range(25, 60, 7):
+            outcomes = truth[i, plan.sample_ids]
+            model_id, estimate = add_model(store, f"{sampling}{i}", plan, outcomes)
+            acc = store.accuracies([model_id])[model_id]
+            k = extrapolate(dp_threshold(outcomes[None]), plan.positions, 400)
+            expected = accuracy_interval(outcomes[None], plan.positions, 400, k=k, sampling=sampling)
+            assert acc.accuracy == estimate == pytest.approx(expected.estimate[0])
+            assert acc.low == pytest.approx(expected.low[0]) and acc.high == pytest.approx(expected.high[0])
+            assert acc.low <= acc.accuracy <= acc.high
+            assert acc.threshold_accuracy == pytest.approx(k[0] / 400)
+
+
+def test_an_estimate_carries_over_to_samples_added_later(tmp_path):
+    truth = planted(m=40, n=460)
+    store = store_with(tmp_path, truth[:, :400], ranking=30)
+    sort_store(store)
+    model_id, _ = add_model(store, "new", plan_model(store, 40), truth[35, plan_model(store, 40).sample_ids])
+    before = store.accuracies([model_id])[model_id]
+    plan = plan_samples(store, 10)
+    records = [{"source": "t", "domain": "new", "label": 0, "content_hash": f"new{j}"} for j in range(60)]
+    add_samples(store, records, plan, truth[plan.model_ids][:, 400:])
+    after = store.accuracies([model_id])[model_id]
+    later = np.unpackbits(store.read_rows([model_id]), axis=1, count=460)[0, 400:].sum()
+    assert after.kind == "estimated"
+    assert after.accuracy == pytest.approx((before.accuracy * 400 + later) / 460)
+    assert after.high - after.low == pytest.approx((before.high - before.low) * 400 / 460)

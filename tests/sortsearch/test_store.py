@@ -101,9 +101,13 @@ def test_facts_win_over_predictions_and_accuracy_kinds(store):
     estimated = _unpack(store.read_rows([2]), 20)[0]
     np.testing.assert_array_equal(estimated, [0] * 4 + [1] * 16)  # observed zeros survive the all-ones prediction
     accuracies = store.accuracies()
-    assert accuracies[0] == (0.5, "observed", 1.0)
-    assert accuracies[1] == (5 / 20, "mixed", 4 / 20)
-    assert accuracies[2] == (16 / 20, "estimated", 4 / 20)
+    assert accuracies[0][:3] == (0.5, "observed", 1.0) and accuracies[0].low == accuracies[0].high == 0.5
+    assert accuracies[1][:3] == (5 / 20, "mixed", 4 / 20) and accuracies[1].low is None
+    estimated = accuracies[2]
+    assert estimated.kind == "estimated" and estimated.observed_fraction == 4 / 20
+    assert estimated.row_accuracy == 16 / 20 and estimated.threshold_accuracy == 14 / 20
+    # the best estimate: k/n = 0.7 corrected by the mean residual -1 on the 4 facts (the step said right, all wrong)
+    assert estimated.accuracy == 0.0 and estimated.low == 0.0 and estimated.high > 0.0
     assert store.status()["estimated_rows"] == 1
     with pytest.raises(ValueError, match="sort version 7 does not exist"):
         store.write_estimated_row(1, np.zeros(3, np.uint8), 0, 7, "dp", 0)
@@ -174,7 +178,10 @@ def test_check_finds_planted_problems(store):
     np.save(sorts / "v000099.npy", np.arange(10))  # no registry entry
     (store.path / "correct.zarr" / "zarr.abc.partial").write_bytes(b"half")
     with sqlite3.connect(store.path / "registry.sqlite") as con:
-        con.execute("INSERT INTO estimated_rows VALUES (7, 3, 10, 1, 'dp', 4, 'now')")
+        con.execute(
+            "INSERT INTO estimated_rows (model_id, threshold, n_samples, sort_version, method, budget, created) "
+            "VALUES (7, 3, 10, 1, 'dp', 4, 'now')"
+        )
         con.execute("UPDATE meta SET value = 40 WHERE key = 'n'")
     problems = "\n".join(store.check())
     for expected in [
@@ -205,4 +212,76 @@ def test_leftovers_of_a_killed_writer_are_ignored_then_cleaned(store):
     assert store.add_models(["b", "c"]) == [1, 2]
     np.testing.assert_array_equal(store.read_rows([1, 2]), np.zeros((2, 2), np.uint8))
     np.testing.assert_array_equal(store.read_observed([1, 2]), np.zeros((2, 2), np.uint8))
-    assert store.accuracies()[0] == (1.0, "observed", 1.0)
+    assert store.accuracies()[0][:3] == (1.0, "observed", 1.0)
+
+
+def _estimated_store(path):
+    """A store with 8 ranking models over 64 samples, sorted, and one model added from 16 planned samples."""
+    from lifelong.sortsearch.insert import add_full_model, add_model, plan_model, sort_store
+
+    rng = np.random.default_rng(0)
+    truth = (rng.random((9, 1)) > rng.random((1, 64))).astype(np.uint8)
+    truth = np.where(rng.random(truth.shape) < 0.1, 1 - truth, truth)
+    store = BenchStore.create(path, chunk_models=4, chunk_samples=16)
+    store.add_samples(_records("s", 64))
+    for i in range(8):
+        add_full_model(store, f"rank{i}", truth[i])
+    sort_store(store)
+    plan = plan_model(store, 16)
+    model_id, _ = add_model(store, "new", plan, truth[8, plan.sample_ids])
+    return store, model_id
+
+
+def test_a_format_1_store_opens_and_reports_best_estimates(tmp_path):
+    """Stores written before the best estimate was kept (registry format 1) open, migrate and fill it in."""
+    store, model_id = _estimated_store(tmp_path / "store")
+    fresh = store.accuracies([model_id])[model_id]
+    store.close()
+    with sqlite3.connect(tmp_path / "store" / "registry.sqlite") as con:  # rewind the registry to format 1
+        for column in ("estimate", "low", "high", "confidence", "interval", "row_ones"):
+            con.execute(f"ALTER TABLE estimated_rows DROP COLUMN {column}")
+        con.execute("UPDATE meta SET value = 1 WHERE key = 'format_version'")
+    with BenchStore.open(tmp_path / "store") as reopened:
+        assert reopened.accuracies([model_id])[model_id] == pytest.approx(fresh)
+        assert reopened.estimates()[model_id].interval is not None and reopened.check() == []
+    with sqlite3.connect(tmp_path / "store" / "registry.sqlite") as con:
+        assert con.execute("SELECT value FROM meta WHERE key = 'format_version'").fetchone() == (2,)
+
+
+def test_a_store_appears_only_when_built_completely(tmp_path):
+    """Issue 11: a killed `bench import` left an empty store that check() called ok and a re-import refused."""
+    import subprocess
+    import sys
+
+    target = tmp_path / "store"
+    script = (
+        "import os, signal, sys\n"
+        "from lifelong.sortsearch.store import BenchStore\n"
+        "with BenchStore.building(sys.argv[1]) as store:\n"
+        "    store.add_samples([dict(source='s', domain='d', label=0, content_hash='h')])\n"
+        "    os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    assert subprocess.run([sys.executable, "-c", script, str(target)], timeout=120).returncode == -9
+    assert not target.exists()  # only the hidden staging folder is left
+    with pytest.raises(RuntimeError), BenchStore.building(target) as store:
+        store.add_samples(_records("s", 3))
+        raise RuntimeError("an error while filling it")
+    assert not target.exists() and len(list(tmp_path.glob(".store.*.partial"))) == 1
+    with BenchStore.building(target) as store:
+        store.add_samples(_records("s", 3))
+    with BenchStore.open(target) as store:
+        assert store.size() == (3, 0)
+
+
+def test_building_replaces_an_empty_store_but_never_a_filled_one(tmp_path):
+    BenchStore.create(tmp_path / "empty").close()
+    with BenchStore.building(tmp_path / "empty", replace_empty=True) as store:
+        store.add_samples(_records("s", 2))
+    with BenchStore.open(tmp_path / "empty") as store:
+        assert store.size() == (2, 0)
+    with pytest.raises(FileExistsError, match="already holds a store with 2 samples"):
+        with BenchStore.building(tmp_path / "empty", replace_empty=True) as store:
+            store.add_samples(_records("t", 5))
+    with BenchStore.open(tmp_path / "empty") as store:
+        assert store.size() == (2, 0)
+    assert not list(tmp_path.glob(".*.partial"))

@@ -25,10 +25,134 @@ COUNTS = {  # variant: (tasks, meta-train, meta-test) with the meta-test part fr
     "short": (29, 24, 5),
     "tiny": (7, 6, 1),
     "debug": (2, 2, 0),
-    "major-domain": (65, 38, 27),
-    "large": (51, 24, 27),
-    "imagenet": (2, 1, 1),
+    "major-domain": (70, 43, 27),
+    "large": (67, 40, 27),
+    "imagenet": (1, 1, 0),
+    "major-domain-object": (65, 38, 27),
 }
+REFERENCE_VARIANTS = {  # our variant: the reference's NevisStreamVariant
+    "full": "FULL", "short": "SHORT", "tiny": "TINY", "debug": "DEBUG", "imagenet": "IMAGENET_ONLY",
+    "major-domain": "MAJOR_DOMAIN_ONLY", "large": "LARGE_DATASET_ONLY",
+}  # fmt: skip
+# fmt: off
+REFERENCE_BY_YEAR = {  # dm_nevis dm_nevis/streams/nevis_stream.py NEVIS_STREAM_PER_YEAR (lines 75-251)
+    "FULL": {
+        1992: ("Magellan Venus Volcanoes", "Aberdeen face database."),
+        1998: ("LandSat UCI repo", "Brodatz", "Olivetti Face Dataset"),
+        2000: ("COIL 20",),
+        2001: ("COIL 100", "MPEG-7"),
+        2004: ("Butterfly dataset", "MNIST"),
+        2005: ("Caltech 101", "UMIST", "CMU AMP expression"),
+        2006: ("Pascal 2005", "Caltech cars, motorbikes", "UIUC cars", "ALOI"),
+        2007: ("8 Scene Dataset",),
+        2008: ("15 Scenes",),
+        2009: ("Pascal 2006", "Extended YaleB"),
+        2010: ("Pascal 2007", "Graz-02", "Olivetti Face Dataset", "PPMI"),
+        2011: (
+            "Caltech 256", "ImageNet", "LFW", "Oxford Flowers", "Flicker Material Dataset", "Oxford Flowers 102",
+            "Belgium Traffic Sign Dataset", "German Traffic Sign Recognition Benchmark", "Brodatz", "VisTex",
+        ),
+        2012: ("UMD", "KTH-TIPS", "UIUC texture", "KTH-TIPS2-b", "CVC-MUSCIMA"),
+        2013: ("IAPRTC-12", "sketch dataset", "KTH-TIPS2-a", "Pascal 2012", "NORB"),
+        2014: ("Wikipaintings",),
+        2015: ("MNIST", "MIT Scenes", "SUN 397", "CIFAR 10"),
+        2016: (
+            "CUB 200", "Stanford Cars", "FGVC Aircraft", "DTD", "MS COCO", "Caltech 101", "Oxford IIIT Pets",
+            "Stanford Dogs", "ANIMAL", "Caltech 101 Silhouettes", "Interact", "VOC Actions", "SVHN", "Chars74K",
+        ),
+        2017: ("CelebA", "LFWA", "SUN Attribute", "CIFAR 100"),
+        2018: (
+            "TID2008", "TID2013", "USPS", "Semeion", "MNIST-m", "Office Caltech", "PACS", "Caltech Camera Traps",
+            "EMNIST Balanced", "CASIA-HWDB1.1", "ISBI-ISIC 2017 melanoma classification challenge",
+        ),
+        2019: (
+            "Trancos", "Mall dataset", "Fashion MNIST", "NotMNIST", "Tiny Imagenet", "STL10", "Food 101", "MNIST-rot",
+            "AWA2", "15 Scenes", "Food 101 N", "COIL 20", "COIL 100",
+        ),
+        2020: ("ShanghaiTech", "AnimalWeb", "BIWI"),
+        2021: (
+            "ImageNet", "Oxford Flowers 102", "DomainNet-Real", "Pneumonia Chest X-ray", "Path MNIST",
+            "NIH Chest X-ray", "Tubercolosis", "covid-19 x-ray", "PatchCamelyon", "DDSM",
+            "Synthetic COVID-19 Chest X-ray Dataset",
+        ),
+    },
+    "SHORT": {
+        2004: ("COIL 100", "MNIST"),
+        2006: ("Pascal 2005", "Caltech cars, motorbikes", "UIUC cars"),
+        2009: ("Pascal 2006",),
+        2010: ("Caltech 101",),
+        2011: ("Graz-02", "15 Scenes", "Pascal 2007", "LFW"),
+        2013: ("sketch dataset", "Brodatz"),
+        2014: ("ImageNet", "Pascal 2012", "Caltech 256"),
+        2018: (
+            "CIFAR 100", "CIFAR 10", "USPS", "MNIST", "MNIST-m", "Office Caltech", "PACS",
+            "ISBI-ISIC 2017 melanoma classification challenge",
+        ),
+        2019: ("Fashion MNIST",),
+        2020: ("Stanford Dogs", "CUB 200", "Stanford Cars", "FGVC Aircraft"),
+    },
+    "TINY": {
+        2004: ("MNIST",),
+        2010: ("Caltech 101",),
+        2014: ("Pascal 2012",),
+        2018: ("CIFAR 100", "MNIST", "ISBI-ISIC 2017 melanoma classification challenge"),
+        2020: ("CUB 200",),
+    },
+    "DEBUG": {
+        1999: ("Pascal 2007",),
+        2000: ("COIL 20",),
+    },
+    "IMAGENET_ONLY": {
+        2014: ("ImageNet",),
+    },
+    "MAJOR_DOMAIN_ONLY": {
+        2000: ("COIL 20",),
+        2001: ("COIL 100",),
+        2004: ("Butterfly dataset",),
+        2005: ("Caltech 101",),
+        2006: ("Pascal 2005", "Caltech cars, motorbikes", "UIUC cars", "ALOI"),
+        2007: ("8 Scene Dataset",),
+        2008: ("15 Scenes",),
+        2009: ("Pascal 2006",),
+        2010: ("Pascal 2007", "Graz-02", "PPMI"),
+        2011: (
+            "Caltech 256", "ImageNet", "Oxford Flowers", "Oxford Flowers 102", "Belgium Traffic Sign Dataset",
+            "German Traffic Sign Recognition Benchmark",
+        ),
+        2013: ("IAPRTC-12", "sketch dataset", "Pascal 2012", "NORB"),
+        2014: ("Wikipaintings",),
+        2015: ("MIT Scenes", "SUN 397", "CIFAR 10"),
+        2016: (
+            "CUB 200", "Stanford Cars", "FGVC Aircraft", "MS COCO", "Caltech 101", "Oxford IIIT Pets", "Stanford Dogs",
+            "Interact", "VOC Actions", "SVHN",
+        ),
+        2017: ("SUN Attribute", "CIFAR 100"),
+        2018: ("Office Caltech", "PACS", "Caltech Camera Traps"),
+    },
+    "LARGE_DATASET_ONLY": {
+        2004: ("MNIST",),
+        2005: ("Caltech 101",),
+        2006: ("ALOI",),
+        2009: ("Extended YaleB",),
+        2010: ("Pascal 2007",),
+        2011: (
+            "Caltech 256", "ImageNet", "LFW", "Belgium Traffic Sign Dataset",
+            "German Traffic Sign Recognition Benchmark",
+        ),
+        2013: ("IAPRTC-12", "sketch dataset", "Pascal 2012", "NORB"),
+        2014: ("Wikipaintings",),
+        2015: ("MNIST", "MIT Scenes", "SUN 397", "CIFAR 10"),
+        2016: (
+            "CUB 200", "Stanford Cars", "FGVC Aircraft", "MS COCO", "Caltech 101", "Oxford IIIT Pets", "Stanford Dogs",
+            "Caltech 101 Silhouettes", "VOC Actions", "SVHN", "Chars74K",
+        ),
+        2017: ("CelebA", "LFWA", "SUN Attribute", "CIFAR 100"),
+        2018: ("USPS", "MNIST-m", "PACS", "Caltech Camera Traps", "EMNIST Balanced", "CASIA-HWDB1.1"),
+    },
+}
+# fmt: on
+for _variant in ("MAJOR_DOMAIN_ONLY", "LARGE_DATASET_ONLY"):  # FULL's meta-test part, as the reference repeats it
+    REFERENCE_BY_YEAR[_variant].update({year: REFERENCE_BY_YEAR["FULL"][year] for year in (2019, 2020, 2021)})
 
 
 def _write_cifar10(folder: Path, per_batch: int = 10, n_test: int = 6) -> None:
@@ -59,6 +183,47 @@ def test_every_variant_has_its_counts_and_builds_without_reading_data(variant, t
     assert f"nevis-{variant}" in STREAMS
     summary = describe_stream(get_stream(f"nevis-{variant}", data_root=tmp_path))
     assert (summary["tasks"], summary["meta_train"], summary["meta_test"]) == COUNTS[variant]
+
+
+@pytest.mark.parametrize("variant", sorted(REFERENCE_VARIANTS))
+def test_every_variant_is_the_reference_list_with_its_years(variant):
+    by_display = {d.display: d.name for d in DATASETS.values()}
+    by_year = REFERENCE_BY_YEAR[REFERENCE_VARIANTS[variant]]
+    expected = [(by_display[name.rstrip(".")], year) for year in sorted(by_year) for name in by_year[year]]
+    assert [(row.name, row.year) for row in variant_tasks(variant)] == expected
+    assert len(expected) == COUNTS[variant][0]
+    assert [(row.name, row.year) for row in variant_tasks(variant, meta_test_from_year=2020)] == expected, (
+        "the reference's lists are fixed: the meta-test year only moves the boundary"
+    )
+
+
+def test_major_domain_keeps_object_and_scene_tasks_and_the_object_alternative_is_stricter():
+    major, strict, full = variant_tasks("major-domain"), variant_tasks("major-domain-object"), variant_tasks("full")
+    assert {r.domain for r in major if r.year < 2019} == {"object", "scene"}
+    assert [r for r in major if r.year < 2019] == [r for r in full if r.year < 2019 and r.domain in ("object", "scene")]
+    assert [r for r in strict if r.year < 2019] == [r for r in full if r.year < 2019 and r.domain == "object"]
+    assert [r for r in major if r.year >= 2019] == [r for r in strict if r.year >= 2019] == list(full[79:])
+    assert {r.name for r in variant_tasks("major-domain-object", meta_test_from_year=2020) if r.year == 2019} == {
+        r.name for r in full if r.year == 2019 and r.domain == "object"
+    }, "the object alternative is a rule: it follows the meta-test year"
+
+
+@pytest.mark.slow  # lists every registered stream (several seconds); the counts test above covers the same streams
+def test_lifelong_streams_json_counts_equal_the_reference(tmp_path, monkeypatch):
+    import json
+
+    from typer.testing import CliRunner
+
+    from lifelong.cli import app
+
+    monkeypatch.setenv("LIFELONG_DATA", str(tmp_path))
+    result = CliRunner().invoke(app, ["streams", "--json"])
+    assert result.exit_code == 0, result.output
+    listed = {row["name"]: row for row in json.loads(result.output)}
+    for variant, (tasks, meta_train, meta_test) in COUNTS.items():
+        row = listed[f"nevis-{variant}"]
+        assert (row["tasks"], row["meta_train"], row["meta_test"]) == (tasks, meta_train, meta_test), variant
+    assert listed["nevis-debug"]["years"] == [1999, 2000] and listed["nevis-imagenet"]["years"] == [2014, 2014]
 
 
 def test_full_stream_order_repeats_and_table_facts():
@@ -144,15 +309,18 @@ def test_meta_test_year_is_configurable():
     summary = describe_stream(nevis_stream("full", meta_test_from_year=2020, defer_missing=True))
     assert (summary["meta_train"], summary["meta_test"]) == (92, 14)
     assert summary["name"] == "nevis-full+meta-test-from-2020"
-    kept = variant_tasks("large", meta_test_from_year=2020)
-    assert all(r.size >= 10_000 for r in kept if r.year < 2020), "2019 is meta-train now: its small tasks go"
+    kept = variant_tasks("major-domain-object", meta_test_from_year=2020)
+    assert all(r.domain == "object" for r in kept if r.year < 2020), "2019 is meta-train now: its other domains go"
     assert "shanghaitech" in {r.name for r in kept}, "the meta-test part (2020 on) stays whole"
+    large = describe_stream(nevis_stream("large", meta_test_from_year=2020, defer_missing=True))
+    assert (large["tasks"], large["meta_train"], large["meta_test"]) == (67, 53, 14)
     assert len(variant_tasks("full", meta_test_from_year=2020, ablation="remove-first-90")) == 16
 
 
 def test_variant_names_parse_and_unknown_ones_are_refused():
     assert parse_variant("MAJOR_DOMAIN_ONLY") == parse_variant("nevis-major-domain") == parse_variant("major-domain")
     assert parse_variant("large_dataset_only").value == "large"
+    assert parse_variant("nevis-major-domain-object").value == "major-domain-object"
     with pytest.raises(ValueError, match="unknown Nevis variant 'huge'"):
         nevis_stream("huge")
     with pytest.raises(ValueError, match="exclude each other"):

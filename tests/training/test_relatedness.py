@@ -97,6 +97,18 @@ def test_ties_keep_candidate_order_and_nan_goes_last():
     assert r.best == "b"
 
 
+def test_random_init_is_chosen_only_when_allowed_or_alone():
+    from lifelong.training.relatedness import Relatedness
+
+    r = Relatedness({"old": 0.3, "older": 0.6, RANDOM_INIT: 0.9}, 0.0, 1, 1, ("old", "older", RANDOM_INIT))
+    assert r.best == RANDOM_INIT == r.choice(allow_random_init=True)
+    assert r.choice(allow_random_init=False) == "older", "the reference: the best past model, never random init"
+    alone = Relatedness({RANDOM_INIT: 0.2}, 0.0, 1, 1, (RANDOM_INIT,))
+    assert alone.choice(allow_random_init=False) == RANDOM_INIT, "no past model: random init it is"
+    unscored = Relatedness({"old": float("nan"), RANDOM_INIT: 0.5}, 0.0, 1, 1, ("old", RANDOM_INIT))
+    assert unscored.choice(allow_random_init=False) == "old"
+
+
 def test_bad_inputs_say_what_to_do():
     train = _halves_task(20, 0, True)
     with pytest.raises(ValueError, match="random-init"):

@@ -74,39 +74,76 @@ def experiment_command(
 
 def _domains_from_csv(path: str | Path, n: int) -> np.ndarray:
     """The domain label of every sample, from a samples.csv with a `domain` column (one row per matrix column)."""
-    with Path(path).open(newline="") as handle:
-        labels = [row["domain"] for row in csv.DictReader(handle)]
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such samples CSV")
+    with path.open(newline="") as handle:
+        reader = csv.DictReader(handle)
+        if "domain" not in (reader.fieldnames or []):
+            raise ValueError(f"{path} has no `domain` column (columns: {reader.fieldnames})")
+        labels = [row["domain"] for row in reader]
     if len(labels) != n:
         raise ValueError(f"{path}: {len(labels)} samples listed but the matrix has {n} columns")
     return np.asarray(labels)
 
 
 def beyond_command(
-    matrix_path: str | Path,
+    matrix_path: str | Path | None = None,
     samples_csv: str | Path | None = None,
     budgets: str | Sequence[int] = "1024,2048,4096",
     methods: str | Sequence[str] = RANKING_METHODS,
     split_seed: int = 0,
     confidence: float = 0.95,
     as_json: bool = False,
+    *,
+    rank_path: str | Path | None = None,
+    eval_path: str | Path | None = None,
 ) -> dict[str, Any]:
-    """`lifelong bench beyond`: a seeded half/half split of the matrix's models; interval coverage and ranking
-    methods compared on the held-out half. Prints tables (or JSON) and returns the results."""
-    A = np.asarray(load_matrix(matrix_path))
-    budget_list = [int(b) for b in budgets.split(",")] if isinstance(budgets, str) else [int(b) for b in budgets]
+    """`lifelong bench beyond`: ranking models and held-out models from a seeded half/half split of one matrix
+    (`matrix_path`) or from two matrices over the same samples (`rank_path`, `eval_path`); interval coverage (uniform
+    and random sampling) and ranking methods compared on the held-out models. Prints tables (or JSON), returns them."""
+    if matrix_path is not None:
+        if rank_path is not None or eval_path is not None:
+            raise ValueError("give either one matrix (split half/half) or a ranking and a held-out matrix, not both")
+        A = np.asarray(load_matrix(matrix_path))
+        perm = np.random.default_rng(split_seed).permutation(A.shape[0])
+        rank_ids, eval_ids = np.sort(perm[: A.shape[0] // 2]), np.sort(perm[A.shape[0] // 2 :])
+        where = f"matrix {A.shape}, split seed {split_seed}"
+    elif rank_path is not None and eval_path is not None:
+        rank, held = np.asarray(load_matrix(rank_path)), np.asarray(load_matrix(eval_path))
+        if rank.shape[1] != held.shape[1]:
+            raise ValueError(
+                f"{rank_path} has {rank.shape[1]} samples (columns) but {eval_path} has {held.shape[1]}: "
+                "both matrices must cover the same samples in the same order"
+            )
+        A = np.concatenate([rank, held])
+        rank_ids, eval_ids = np.arange(rank.shape[0]), np.arange(rank.shape[0], A.shape[0])
+        where = f"rank {rank.shape} from {rank_path}, held-out {held.shape} from {eval_path}"
+    else:
+        raise ValueError("give a matrix to split (matrix_path), or both rank_path and eval_path")
+    if rank_ids.size == 0 or eval_ids.size == 0:
+        raise ValueError(f"need at least one ranking and one held-out model; got {rank_ids.size} and {eval_ids.size}")
+    budget_list = _parse_budgets(budgets)
+    bad = [b for b in budget_list if not 1 <= b <= A.shape[1]]
+    if not budget_list or bad:
+        raise ValueError(f"budgets {bad or budget_list} must be integers in [1, {A.shape[1]}] (the samples)")
     method_list = [m.strip() for m in methods.split(",")] if isinstance(methods, str) else list(methods)
     domains = _domains_from_csv(samples_csv, A.shape[1]) if samples_csv is not None else None
-    if domains is None:
-        method_list = [m for m in method_list if m != "domain"]
-    perm = np.random.default_rng(split_seed).permutation(A.shape[0])
-    rank_ids, eval_ids = np.sort(perm[: A.shape[0] // 2]), np.sort(perm[A.shape[0] // 2 :])
-    coverage = interval_coverage(A[rank_ids], A[eval_ids], budget_list, confidences=(confidence,))
+    if domains is None:  # the domain-aware methods need a samples CSV
+        method_list = [m for m in method_list if "domain" not in m]
+    coverage = [
+        row
+        for sampling in ("uniform", "random")
+        for row in interval_coverage(
+            A[rank_ids], A[eval_ids], budget_list, confidences=(confidence,), sampling=sampling, seed=split_seed
+        )
+    ]
     rankings = compare_rankings(A, rank_ids, eval_ids, budget_list, methods=method_list, domains=domains)
     result = {"shape": list(A.shape), "split_seed": split_seed, "coverage": coverage, "rankings": rankings}
     if as_json:
         print(json.dumps(result, indent=2, default=lambda v: None))
     else:
-        print(f"matrix {A.shape}, {len(rank_ids)} ranking / {len(eval_ids)} held-out models (split seed {split_seed})")
+        print(f"{where}: {len(rank_ids)} ranking / {len(eval_ids)} held-out models")
         print(format_coverage(coverage))
         print(format_rankings(rankings))
     return result

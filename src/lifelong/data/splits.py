@@ -16,6 +16,10 @@ A rule is named by a string (a task's `split_rule`, see SPLIT_RULES):
 - `coil100`: by viewing angle (each item's group is its turntable angle in degrees, 0-355 in 5-degree steps,
   72 bins of 5 degrees): train = the frontal bins 350-14 degrees, dev = 80-104, dev_test = 250-274,
   test = every other angle (the bins follow the reference's split). An official split is ignored.
+- `smallnorb`: by object instance (each item's group is its small NORB instance, 0-9), as the reference
+  (dm_nevis `benchmarker/datasets/builders/smallnorb.py`): of the official train instances 4, 6, 7, 8, 9,
+  dev = instance 4, dev_test = instance 6, train = 7, 8, 9; test = the official test (instances 0, 1, 2, 3, 5).
+  Without an official split the instances alone decide (0, 1, 2, 3, 5 are the test). The seed is unused.
 - `domainnet`: by domain (each item's group is its DomainNet domain): items of the five source domains
   (clipart, infograph, painting, quickdraw, real) form train / dev, the sketch domain dev_test / test.
   With an official split: source-domain train -> train, source-domain test -> dev, sketch train -> dev_test,
@@ -37,8 +41,18 @@ import numpy as np
 from lifelong.data.labeled import OFFICIAL_SPLIT_NAMES
 
 SPLIT_NAMES = ("train", "dev", "dev_test", "test")
-SPLIT_RULES = ("auto", "random", "train_test", "train_val_test", "train_val", "imagenet", "coil100", "domainnet")
-GROUP_RULES = ("coil100", "domainnet")
+SPLIT_RULES = (
+    "auto",
+    "random",
+    "train_test",
+    "train_val_test",
+    "train_val",
+    "imagenet",
+    "coil100",
+    "smallnorb",
+    "domainnet",
+)
+GROUP_RULES = ("coil100", "smallnorb", "domainnet")
 
 # Percentages (integers, so boundaries are exact) of each pool that goes to each split.
 NO_OFFICIAL_SPLIT = {"train": 56, "dev": 12, "dev_test": 12, "test": 20}
@@ -50,6 +64,10 @@ HALVES = {"dev_test": 50, "test": 50}
 # COIL-100: 5-degree angle bins (bin = angle // 5) per split; every other bin is test.
 COIL100_ANGLE_BINS = {"train": (70, 71, 0, 1, 2), "dev": (16, 17, 18, 19, 20), "dev_test": (50, 51, 52, 53, 54)}
 COIL100_NAME = re.compile(r"__(?P<angle>\d{1,3})(?:\.[A-Za-z0-9]+)?$")  # obj12__355.png
+# small NORB: 5 categories x 10 toy instances; the official train holds instances 4, 6, 7, 8, 9.
+SMALLNORB_INSTANCES = {"train": (7, 8, 9), "dev": (4,), "dev_test": (6,), "test": (0, 1, 2, 3, 5)}
+SMALLNORB_GROUP = re.compile(r"^(?:instance[_-]?)?(?P<instance>\d)$", re.IGNORECASE)  # "4", "instance4"
+SMALLNORB_NAME = re.compile(r"(?:^|[^a-z])instance[_-]?(?P<instance>\d)(?!\d)", re.IGNORECASE)
 DOMAINNET_DOMAINS = ("clipart", "infograph", "painting", "quickdraw", "real", "sketch")
 DOMAINNET_TEST_DOMAIN = "sketch"
 
@@ -93,7 +111,8 @@ def split_indices(
 def parse_group(rule: str, item_id: str) -> str:
     """An item's group value read from its id (a file path) for a group rule, or a ValueError naming the item.
 
-    coil100: the angle in COIL's file names (obj12__355.png -> "355"); domainnet: the path folder that
+    coil100: the angle in COIL's file names (obj12__355.png -> "355"); smallnorb: "instance<k>" in a folder or
+    file name (.../car/instance4/x.png or car_instance4_az02.png -> "4"); domainnet: the path folder that
     names a DomainNet domain (.../sketch/airplane/x.jpg -> "sketch").
     """
     if rule == "coil100":
@@ -103,6 +122,15 @@ def parse_group(rule: str, item_id: str) -> str:
         raise ValueError(
             f"item {item_id!r}: no viewing angle in its name; COIL-100 files are named objK__ANGLE.png "
             "(e.g. obj12__355.png), or give each item a group value (the angle in degrees)"
+        )
+    if rule == "smallnorb":
+        for part in reversed(PurePath(item_id).parts):
+            match = SMALLNORB_NAME.search(part)
+            if match:
+                return match["instance"]
+        raise ValueError(
+            f"item {item_id!r}: no small NORB instance in its path; put each image in a folder (or name it) "
+            "instance<k> (k = 0-9, e.g. car/instance4/x.png), or give each item a group value (its instance)"
         )
     if rule == "domainnet":
         for part in reversed(PurePath(item_id).parts[:-1]):
@@ -207,6 +235,35 @@ def _coil100(groups: np.ndarray, official: np.ndarray | None, seed: int) -> dict
     return splits
 
 
+def _smallnorb(groups: np.ndarray, official: np.ndarray | None, seed: int) -> dict[str, np.ndarray]:
+    instances = np.empty(len(groups), dtype=np.int64)
+    for i, value in enumerate(groups):
+        match = SMALLNORB_GROUP.match(str(value).strip())
+        if not match:
+            raise ValueError(f"item {i}: small NORB group {str(value)!r} is not an object instance (0-9)")
+        instances[i] = int(match["instance"])
+    held_out = np.isin(instances, SMALLNORB_INSTANCES["test"])
+    if official is None:
+        train_pool = ~held_out
+    else:
+        _require(official, "smallnorb", {"train", "test"}, {"train", "test"})
+        train_pool = official == "train"
+        held_out = ~train_pool
+    pool_instances = sorted(sum((SMALLNORB_INSTANCES[name] for name in ("train", "dev", "dev_test")), ()))
+    stray = np.flatnonzero(train_pool & ~np.isin(instances, pool_instances))
+    if len(stray):
+        raise ValueError(
+            f"item {int(stray[0])}: small NORB instance {int(instances[stray[0]])} is in the training pool, which "
+            f"holds instances {pool_instances} only; check the items' instances (or their official split)"
+        )
+    splits = {
+        name: np.flatnonzero(train_pool & np.isin(instances, SMALLNORB_INSTANCES[name]))
+        for name in ("train", "dev", "dev_test")
+    }
+    splits["test"] = np.flatnonzero(held_out)
+    return splits
+
+
 def _domainnet(groups: np.ndarray, official: np.ndarray | None, seed: int) -> dict[str, np.ndarray]:
     domains = np.char.lower(groups.astype(str))
     unknown = sorted(set(np.unique(domains)) - set(DOMAINNET_DOMAINS))
@@ -235,6 +292,7 @@ _OFFICIAL_RULES: dict[str, Callable[[np.ndarray, int], dict[str, np.ndarray]]] =
 }
 _GROUP_RULES: dict[str, Callable[[np.ndarray, np.ndarray | None, int], dict[str, np.ndarray]]] = {
     "coil100": _coil100,
+    "smallnorb": _smallnorb,
     "domainnet": _domainnet,
 }
 

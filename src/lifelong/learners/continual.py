@@ -26,8 +26,8 @@ from lifelong.core.tasks import TaskKey
 from lifelong.learners.buffers import POLICIES, ReplayBuffer
 from lifelong.learners.options import configure
 from lifelong.learners.penalties import EWC, PENALTIES, SI, LwF, Term
+from lifelong.training import encoders
 from lifelong.training.continual_loop import model_inputs, predict_items, step_lr, train_continual
-from lifelong.training.encoders import check_encoder_spec, encode, encoder_flops, load_encoder
 from lifelong.training.flops import architecture_forward_flops
 from lifelong.training.loop import derive_seed, predict_scores
 from lifelong.training.models import ARCHITECTURES, count_parameters, initialise, make_model
@@ -133,7 +133,7 @@ class ContinualConfig:
         if self.encoder is not None and not str(self.encoder).strip():
             raise ValueError("encoder must be None (CNN regime), 'features', or an encoder spec; got an empty string")
         if self.encoder is not None and self.encoder != FEATURES:
-            check_encoder_spec(self.encoder)  # a missing encoder file fails here, before any training
+            encoders.check_encoder_spec(self.encoder)  # a missing encoder file fails here, before any training
         object.__setattr__(self, "no_flip_domains", tuple(d.lower() for d in self.no_flip_domains))
 
     @property
@@ -212,7 +212,7 @@ class ContinualLearner:
     def encoder(self) -> nn.Module:
         """The frozen encoder of `encoder` (loaded once per learner object)."""
         if self._encoder is None:
-            encoder = load_encoder(self.config.encoder)
+            encoder = encoders.load_encoder(self.config.encoder)
             encoder.eval()
             encoder.requires_grad_(False)
             self._encoder = encoder
@@ -252,7 +252,7 @@ class ContinualLearner:
         if key in self._encoded:
             self._encoded.move_to_end(key)
             return self._encoded[key]
-        features = np.asarray(encode(encoder, items, batch_size=self.config.eval_batch_size), dtype=np.float32)
+        features = np.asarray(encoders.encode(encoder, items, batch_size=self.config.eval_batch_size), dtype=np.float32)
         features.setflags(write=False)  # shared by later calls: nobody may change it in place
         self._encoded[key] = features
         while len(self._encoded) > _ENCODED_CACHE:
@@ -264,7 +264,7 @@ class ContinualLearner:
 
         key = tuple(image_shape)
         if key not in self._encoder_flops:
-            self._encoder_flops[key] = encoder_flops(encoder, key)
+            self._encoder_flops[key] = encoders.encoder_flops(encoder, key)
         return self._encoder_flops[key]
 
     def _resolution(self, task: TaskKey) -> int | None:

@@ -7,7 +7,11 @@ weights; the head is always fresh. What differs is the choice of that earlier mo
 - `finetune-prev` (FT-prev): the previous task's selected model; the first task starts from random weights.
 - `finetune-knn` (FT-s, FT-d): the past task whose model is most related to the current task by kNN relatedness
   (lifelong.training.relatedness: k = 5 on frozen features of a seeded subset of up to 10,000 train / 5,000 dev
-  items), random initialisation always a candidate, measured once per task before training. The paper: "an
+  items), measured once per task before training. Random initialisation is always scored but, as in the
+  reference (dm_nevis `finetuning_dknn_learner.py`: `_init_from_transfer_matrix` only returns states of past
+  tasks, so the randomly initialised candidate it ranks is never chosen once one exists), it starts a task only
+  when there is no other candidate (the first task); `allow_random_init=True` lets it win whenever it scores
+  best (this package's earlier rule). The paper: "an
   offline or static version (FT-s) where the features are computed using pretrained independent predictors as
   in Indep above, and a dynamic version (FT-d) where features are computed online using the actual predictors
   trained so far (which could have been finetuned themselves on other tasks)".
@@ -152,7 +156,9 @@ class FinetuneKnnConfig(IndependentConfig):
 
     `k`, `knn_max_train`, `knn_max_dev`: the kNN relatedness settings (spec: 5, 10,000, 5,000). `max_past_models`
     bounds the past tasks kept as candidates (the most recent; None keeps all). `count_independent_flops`
-    (static mode): count the FLOPs of the independent models the learner trains for scoring.
+    (static mode): count the FLOPs of the independent models the learner trains for scoring. `allow_random_init`:
+    random weights may win the kNN choice whenever they score best (default False: as the reference, only when
+    there is no other candidate).
     """
 
     mode: str = "dynamic"
@@ -161,9 +167,12 @@ class FinetuneKnnConfig(IndependentConfig):
     knn_max_dev: int = MAX_DEV
     max_past_models: int | None = None
     count_independent_flops: bool = True
+    allow_random_init: bool = False
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if not isinstance(self.allow_random_init, bool):
+            raise ValueError(f"allow_random_init must be true or false, got {self.allow_random_init!r}")
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
         if self.k < 1 or self.knn_max_train < 1 or self.knn_max_dev < 1:
@@ -194,7 +203,8 @@ class FinetuneKnnLearner(TransferLearner):
         return {}
 
     def choose_init(self, event: TrainEvent, state: dict[str, Any]) -> InitChoice:
-        """Score past models (most recent first), extra candidates and random init; start from the best."""
+        """Score past models (most recent first), extra candidates and random init; start from the best (random
+        init only when it is the sole candidate, unless `allow_random_init`)."""
         cfg = self.config
         own = dict(state["backbones"])
         scoring = dict(own)
@@ -223,7 +233,7 @@ class FinetuneKnnLearner(TransferLearner):
             max_dev=cfg.knn_max_dev,
             batch_size=cfg.eval_batch_size,
         )
-        source = result.best
+        source = result.choice(allow_random_init=cfg.allow_random_init)
         if source == RANDOM_INIT:
             backbone = None
         elif source.startswith(TASK_PREFIX):
@@ -235,6 +245,7 @@ class FinetuneKnnLearner(TransferLearner):
             "feature_flops": result.feature_flops,
             "knn_items": (result.num_train, result.num_dev),
             "mode": cfg.mode,
+            "best_scored": result.best,  # differs from the choice when random init scored best but was not allowed
         }
         return InitChoice(source, backbone, record, held_backbones=held)
 

@@ -2,11 +2,12 @@
 
 A new model is evaluated on n' samples spread uniformly (or at random) over the current ranked order; the DP
 threshold of its outcomes, extrapolated to all n samples, predicts the rest of its row (spec section 3). Each
-estimated model also gets a 95% confidence interval for its accuracy (in its metadata; coverage measured in
-benchmarks/bench_beyond.py). A new sample is evaluated on m' models spread over the models ranked most-accurate
-first; the DP threshold of those outcomes predicts which of the other models get it right. Every evaluated cell
-is stored as an observation and every other cell of the new row or column as an estimate, so each accuracy says
-how much of it is fact.
+estimated model's accuracy is the best estimate of `intervals` (the threshold's k/n corrected by the step's mean
+error on the evaluated samples) with its 95% interval, kept in the registry (`BenchStore.accuracies`; coverage
+measured in benchmarks/bench_beyond.py); the threshold's k/n stays available as `threshold_accuracy`. A new sample
+is evaluated on m' models spread over the models ranked most-accurate first; the DP threshold of those outcomes
+predicts which of the other models get it right. Every evaluated cell is stored as an observation and every other
+cell of the new row or column as an estimate, so each accuracy says how much of it is fact.
 """
 
 from __future__ import annotations
@@ -18,13 +19,11 @@ from typing import Any
 import numpy as np
 
 from lifelong.sortsearch.bitmatrix import PackedRows
-from lifelong.sortsearch.intervals import accuracy_interval
 from lifelong.sortsearch.search import dp_threshold, extrapolate, predict_rows, sample_positions, scatter
 from lifelong.sortsearch.sort import descending_order, model_order
 from lifelong.sortsearch.store import BenchStore
 
 ROWS_PER_CHUNK = 256
-CONFIDENCE = 0.95  # of the interval stored with every estimated accuracy (intervals.accuracy_interval)
 
 
 def fully_observed_models(store: BenchStore) -> np.ndarray:
@@ -34,6 +33,8 @@ def fully_observed_models(store: BenchStore) -> np.ndarray:
 
 def sort_store(store: BenchStore, ranking_models: Sequence[int] | None = None) -> int:
     """Sort samples easiest first by the column sums of fully observed ranking models; save it as a new version."""
+    if store.size()[0] == 0:
+        raise ValueError("the store has no samples, so there is nothing to sort: add samples and fully observed models")
     ids = fully_observed_models(store) if ranking_models is None else np.asarray(ranking_models, dtype=np.int64)
     if ids.size == 0:
         raise ValueError("no fully observed model to rank samples with: add models with full results first")
@@ -74,25 +75,20 @@ def add_model(
     outcomes: np.ndarray,
     metadata: Mapping[str, Any] | None = None,
 ) -> tuple[int, float]:
-    """Store a model's observed outcomes on `plan.sample_ids` and its estimated row; return (id, estimated accuracy)."""
-    outcomes = _zero_one(outcomes, plan.sample_ids.size, f"results of model {name!r}")
+    """Store a model's observed outcomes on `plan.sample_ids` and its estimated row; return (id, best estimate).
+
+    The best estimate (`BenchStore.accuracies`) comes with its interval and the threshold's k/n.
+    """
+    outcomes = np.asarray(outcomes)
+    if outcomes.ndim != 1:
+        raise ValueError(f"results of model {name!r}: expected a 1-D array of outcomes, got shape {outcomes.shape}")
+    outcomes = _zero_one(outcomes, plan.sample_ids.size, f"results of model {name!r} (the plan's n')")
     order = store.load_sort(plan.sort_version)
     n = order.size
     k = int(extrapolate(dp_threshold(outcomes[None, :])[0:1], plan.positions, n)[0])
     row = scatter(predict_rows([k], n), order)
-    interval = accuracy_interval(outcomes[None, :], plan.positions, n, k=[k], confidence=CONFIDENCE)
-    metadata = {
-        **dict(metadata or {}),
-        "accuracy_interval": {
-            "estimate": float(interval.estimate[0]),
-            "low": float(interval.low[0]),
-            "high": float(interval.high[0]),
-            "confidence": CONFIDENCE,
-            "method": "difference",
-        },
-    }
     # model and predicted row in one atomic insert, then the facts, then the estimate entry (committed last)
-    (model_id,) = store.add_models([name], [metadata], rows=row, observed=False)
+    (model_id,) = store.add_models([name], [dict(metadata or {})], rows=row, observed=False)
     store.write_rows([model_id], plan.sample_ids, outcomes[None, :], observed=True)
     store.record_estimates([model_id], [k], plan.sort_version, "dp-" + plan.sampling, plan.sample_ids.size)
     return model_id, store.accuracies([model_id])[model_id].accuracy
@@ -161,8 +157,8 @@ def add_samples(
 def _zero_one(values: np.ndarray, size: int, what: str) -> np.ndarray:
     """0/1 uint8 values of the expected size, or a clear error naming the first bad entry."""
     array = np.asarray(values)
-    if array.shape[-1] != size:
-        raise ValueError(f"{what}: expected {size} outcomes, got {array.shape[-1]}")
+    if array.ndim == 0 or array.shape[-1] != size:
+        raise ValueError(f"{what}: expected {size} outcomes, got an array of shape {array.shape}")
     bad = ~np.isin(array, (0, 1))
     if bad.any():
         where = tuple(int(i) for i in np.argwhere(bad)[0])

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2 added the best estimate and its interval to estimated_rows (`Registry` migrates 1)
 SAMPLE_FIELDS = ("source", "domain", "label", "content_hash")
 
 _SCHEMA = """
@@ -34,9 +34,22 @@ CREATE TABLE sorts (
 );
 CREATE TABLE estimated_rows (
     model_id INTEGER PRIMARY KEY, threshold INTEGER NOT NULL, n_samples INTEGER NOT NULL,
-    sort_version INTEGER NOT NULL, method TEXT NOT NULL, budget INTEGER NOT NULL, created TEXT NOT NULL
+    sort_version INTEGER NOT NULL, method TEXT NOT NULL, budget INTEGER NOT NULL, created TEXT NOT NULL,
+    estimate REAL, low REAL, high REAL, confidence REAL, interval TEXT, row_ones INTEGER
 );
 """
+# format 1 -> 2: the interval columns (NULL in old rows until the store fills them in, see store.BenchStore)
+_INTERVAL_COLUMNS = (
+    ("estimate", "REAL"),
+    ("low", "REAL"),
+    ("high", "REAL"),
+    ("confidence", "REAL"),
+    ("interval", "TEXT"),
+    ("row_ones", "INTEGER"),
+)
+_ESTIMATE_FIELDS = "model_id, threshold, n_samples, sort_version, method, budget, created, " + ", ".join(
+    name for name, _ in _INTERVAL_COLUMNS
+)
 _BATCH = 500  # parameters per IN (...) query, well under SQLite's variable limit
 
 
@@ -63,8 +76,26 @@ class SortRecord:
 
 
 @dataclass(frozen=True)
+class EstimateInterval:
+    """The best estimate of an estimated row's accuracy over the n_samples of its sort, with its interval.
+
+    `estimate`, `low`, `high`: accuracies over those n_samples (`intervals.accuracy_interval`, method `interval` at
+    level `confidence`); `row_ones`: the correct cells the stored row held over them when this was computed (the
+    store turns the pair into an accuracy over all current samples). `low`/`high` are None without a sampled fact.
+    """
+
+    estimate: float
+    low: float | None
+    high: float | None
+    confidence: float
+    interval: str
+    row_ones: int
+
+
+@dataclass(frozen=True)
 class EstimateRecord:
-    """How a model's row was estimated: DP threshold k over n_samples ranked samples, from a sort and a budget."""
+    """How a model's row was estimated: DP threshold k over n_samples ranked samples, from a sort and a budget,
+    and its best estimate with interval (None in a row migrated from format 1 until the store fills it in)."""
 
     model_id: int
     threshold: int
@@ -73,6 +104,21 @@ class EstimateRecord:
     method: str
     budget: int
     created: str
+    interval: EstimateInterval | None = None
+
+
+def _estimate_record(row: Sequence[Any]) -> EstimateRecord:
+    """An EstimateRecord from a row of `SELECT _ESTIMATE_FIELDS FROM estimated_rows`."""
+    estimate, low, high, confidence, method, row_ones = row[7:]
+    interval = None if estimate is None else EstimateInterval(estimate, low, high, confidence, method, row_ones)
+    return EstimateRecord(*row[:7], interval)
+
+
+def _interval_values(interval: EstimateInterval | None) -> tuple[Any, ...]:
+    """The interval columns of one estimated_rows row."""
+    if interval is None:
+        return (None,) * len(_INTERVAL_COLUMNS)
+    return (interval.estimate, interval.low, interval.high, interval.confidence, interval.interval, interval.row_ones)
 
 
 def _now() -> str:
@@ -98,17 +144,46 @@ class Registry:
     """The registry tables of one store, over one SQLite connection (one per process or thread)."""
 
     def __init__(self, path: Path) -> None:
-        """Open an existing registry; refuse files of another format version."""
+        """Open an existing registry, migrating format 1 to 2; refuse files of any other format version."""
         if not path.is_file():
             raise FileNotFoundError(f"no registry at {path}: is this a BenchStore directory? Create one first.")
         self.path = path
-        self._con = _connect(path)
-        version = self.meta().get("format_version")
+        try:
+            self._con = _connect(path)
+        except sqlite3.DatabaseError as error:
+            raise ValueError(f"{path} is not a readable store registry ({error}): restore it from a backup") from None
+        try:
+            version = self.meta().get("format_version")
+        except sqlite3.DatabaseError as error:
+            self._con.close()
+            raise ValueError(f"{path} is not a readable store registry ({error}): restore it from a backup") from None
+        if version == 1:
+            try:
+                self._migrate_from_1()
+            except sqlite3.Error as error:
+                self._con.close()
+                raise ValueError(
+                    f"registry {path} has format version 1 and could not be migrated to {FORMAT_VERSION} ({error}): "
+                    "open the store once with write access"
+                ) from None
+            version = self.meta().get("format_version")
         if version != FORMAT_VERSION:
+            self._con.close()
             raise ValueError(
                 f"registry {path} has format version {version!r}, this code reads {FORMAT_VERSION}: "
-                "use the lifelong version that wrote it, or migrate the store"
+                "use the lifelong version that wrote it"
             )
+
+    def _migrate_from_1(self) -> None:
+        """Format 1 -> 2 in one transaction: add the (NULL) interval columns to estimated_rows."""
+        with self.transaction():
+            if self.meta().get("format_version") != 1:  # another process migrated it meanwhile
+                return
+            known = {row[1] for row in self._con.execute("PRAGMA table_info(estimated_rows)")}
+            for name, kind in _INTERVAL_COLUMNS:
+                if name not in known:
+                    self._con.execute(f"ALTER TABLE estimated_rows ADD COLUMN {name} {kind}")
+            self._set_meta("format_version", FORMAT_VERSION)
 
     @classmethod
     def create(cls, path: Path, *, chunk_models: int, chunk_samples: int) -> Registry:
@@ -250,15 +325,6 @@ class Registry:
         return None
 
     # -- estimated rows -----------------------------------------------------------------------------------------
-    def put_estimate(
-        self, model_id: int, threshold: int, n_samples: int, sort_version: int, method: str, budget: int
-    ) -> None:
-        """Record (or replace) how a model's row was estimated (inside a transaction)."""
-        self._con.execute(
-            "INSERT OR REPLACE INTO estimated_rows VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (model_id, threshold, n_samples, sort_version, method, budget, _now()),
-        )
-
     def put_estimates(
         self,
         model_ids: Sequence[int],
@@ -267,19 +333,33 @@ class Registry:
         sort_version: int,
         method: str,
         budget: int,
+        intervals: Sequence[EstimateInterval | None] | None = None,
     ) -> None:
-        """Record (or replace) many estimates at once (inside a transaction)."""
+        """Record (or replace) how models' rows were estimated, with their best estimates (inside a transaction)."""
         now = _now()
+        intervals = [None] * len(model_ids) if intervals is None else intervals
         rows = [
-            (int(i), int(k), n_samples, sort_version, method, budget, now)
-            for i, k in zip(model_ids, thresholds, strict=True)
+            (int(i), int(k), n_samples, sort_version, method, budget, now, *_interval_values(iv))
+            for i, k, iv in zip(model_ids, thresholds, intervals, strict=True)
         ]
-        self._con.executemany("INSERT OR REPLACE INTO estimated_rows VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+        marks = ", ".join("?" * (7 + len(_INTERVAL_COLUMNS)))
+        self._con.executemany(f"INSERT OR REPLACE INTO estimated_rows ({_ESTIMATE_FIELDS}) VALUES ({marks})", rows)
+
+    def put_intervals(self, intervals: Mapping[int, EstimateInterval]) -> None:
+        """Fill in the best estimates of existing estimated rows, by model id (inside a transaction)."""
+        sets = ", ".join(f"{name} = ?" for name, _ in _INTERVAL_COLUMNS)
+        rows = [(*_interval_values(iv), int(i)) for i, iv in intervals.items()]
+        self._con.executemany(f"UPDATE estimated_rows SET {sets} WHERE model_id = ?", rows)
+
+    def estimates_without_interval(self) -> list[int]:
+        """Ids of estimated rows with no best estimate yet (rows migrated from format 1)."""
+        rows = self._con.execute("SELECT model_id FROM estimated_rows WHERE estimate IS NULL ORDER BY model_id")
+        return [row[0] for row in rows]
 
     def estimates(self) -> dict[int, EstimateRecord]:
         """Every estimated row's record, by model id."""
-        rows = self._con.execute("SELECT * FROM estimated_rows ORDER BY model_id").fetchall()
-        return {row[0]: EstimateRecord(*row) for row in rows}
+        rows = self._con.execute(f"SELECT {_ESTIMATE_FIELDS} FROM estimated_rows ORDER BY model_id").fetchall()
+        return {row[0]: _estimate_record(row) for row in rows}
 
     # -- sorts --------------------------------------------------------------------------------------------------
     def next_sort_version(self) -> int:

@@ -2,7 +2,8 @@
 
 A store is a directory:
 
-    registry.sqlite      samples, models, estimated rows, sort versions, meta (format version, n, m, chunking)
+    registry.sqlite      samples, models, estimated rows (threshold, best estimate and interval), sort versions,
+                         meta (format version, n, m, chunking)
     correct.zarr/        uint8 [rows, bytes]: row i = model i, bit j = sample j correct (np.packbits, bit order big)
     observed.zarr/       same shape: bit set = the cell was evaluated (a fact); clear = predicted or never set
     sorts/v000001.npy    saved sample orders (int32 permutations of the samples present when saved)
@@ -11,6 +12,9 @@ A store is a directory:
 
 Crash safety and concurrency (a crash here means the process dies, e.g. SIGKILL, at any instruction):
 
+0. A store is created, or built from existing data (`BenchStore.building`), in a hidden temp directory beside its
+   path and renamed into place when complete: a killed build leaves no store (only `.NAME.<hex>.partial`), and an
+   empty store (no samples, no models) is a valid state.
 1. The registry's committed n and m are the source of truth. The zarr arrays may be larger (a killed insert
    resized them); everything outside [0, m) x [0, n) is ignored by every read and never trusted.
 2. Every write holds an exclusive flock on store.lock for its whole duration (registry insert + zarr resize + cell
@@ -38,15 +42,18 @@ stream one chunk at a time. A row costs ceil(n/8) bytes (212 kB at Lifelong-CIFA
 from __future__ import annotations
 
 import os
+import shutil
+import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from lifelong.sortsearch.best_estimates import Accuracy, estimated_accuracy, row_intervals
 from lifelong.sortsearch.bitmatrix import packed_width
-from lifelong.sortsearch.registry import EstimateRecord, ModelRecord, Registry, SortRecord
+from lifelong.sortsearch.registry import EstimateInterval, EstimateRecord, ModelRecord, Registry, SortRecord
 from lifelong.sortsearch.store_files import (
     ARRAYS,
     LOCK_FILE,
@@ -65,15 +72,11 @@ from lifelong.sortsearch.store_files import (
 if TYPE_CHECKING:
     import zarr
 
+__all__ = ["Accuracy", "BenchStore"]
+
 _POPCOUNT = np.array([bin(value).count("1") for value in range(256)], dtype=np.uint8)
-
-
-class Accuracy(NamedTuple):
-    """A model's accuracy over all n samples, what it rests on, and the fraction of its cells that were evaluated."""
-
-    accuracy: float
-    kind: Literal["observed", "estimated", "mixed"]
-    observed_fraction: float
+_UNPACKED_BYTES = 16 * 2**20  # dense bytes per chunk of rows unpacked to compute intervals
+_BACKFILL_LOCK_TIMEOUT = 5.0  # seconds an open waits for the write lock to fill in a format-1 store's estimates
 
 
 def _tail_mask(n: int) -> int:
@@ -113,28 +116,91 @@ class BenchStore:
         self.lock_timeout = lock_timeout
         self._registry = Registry(path / REGISTRY_FILE)
         self._lock_fd = os.open(path / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        self._fill_in_intervals()
 
     # -- lifecycle ----------------------------------------------------------------------------------------------
     @classmethod
     def create(cls, path: str | os.PathLike[str], *, chunk_models: int = 128, chunk_samples: int = 2**18) -> BenchStore:
         """Create an empty store (n = m = 0) at a new path; built in a temp directory and renamed into place."""
+        with cls.building(path, chunk_models=chunk_models, chunk_samples=chunk_samples):
+            pass
+        return cls(Path(path))
+
+    @classmethod
+    @contextmanager
+    def building(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        replace_empty: bool = False,
+        chunk_models: int = 128,
+        chunk_samples: int = 2**18,
+    ) -> Iterator[BenchStore]:
+        """A new store, filled inside the `with` block, that appears at `path` only when the block ends normally.
+
+        It is built in a hidden temp directory beside `path` (`.NAME.<hex>.partial`) and renamed into place; an error
+        in the block deletes it, and a killed process leaves only that temp directory (never a store at `path`).
+        `path` must not exist, be an empty directory, or (with `replace_empty`) hold an empty store (no samples, no
+        models), which is replaced. The yielded store is closed at the end: open `path` to use it.
+        """
         path = Path(path)
         if chunk_models < 1 or chunk_samples < 8 or chunk_samples % 8:
             raise ValueError(
                 f"chunk_models={chunk_models}, chunk_samples={chunk_samples}: need chunk_models >= 1 and "
                 "chunk_samples a positive multiple of 8 (columns are packed 8 samples per byte)"
             )
-        if path.exists() and (not path.is_dir() or any(path.iterdir())):
-            raise FileExistsError(f"{path} already exists and is not an empty directory: open it, or pick a new path")
+        replacing = cls._check_target(path, replace_empty)
         path.parent.mkdir(parents=True, exist_ok=True)
         staging = temp_name(path.parent / f".{path.name}")
         staging.mkdir()
-        Registry.create(staging / REGISTRY_FILE, chunk_models=chunk_models, chunk_samples=chunk_samples).close()
-        create_arrays(staging, chunk_models, chunk_samples)
-        (staging / SORTS_DIR).mkdir()
-        (staging / LOCK_FILE).touch()
-        os.rename(staging, path)  # atomic; replaces an empty directory
-        return cls(path)
+        try:
+            Registry.create(staging / REGISTRY_FILE, chunk_models=chunk_models, chunk_samples=chunk_samples).close()
+            create_arrays(staging, chunk_models, chunk_samples)
+            (staging / SORTS_DIR).mkdir()
+            (staging / LOCK_FILE).touch()
+            with cls(staging) as store:
+                yield store
+            cls._move_into_place(staging, path, replacing and replace_empty)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+
+    @classmethod
+    def _move_into_place(cls, staging: Path, path: Path, replace_empty: bool) -> None:
+        """Rename a finished store directory to `path` (free, an empty directory, or an empty store to replace)."""
+        try:
+            if cls._check_target(path, replace_empty):  # an empty store: move it aside first
+                aside = temp_name(path.parent / f".{path.name}")
+                os.rename(path, aside)
+                os.rename(staging, path)  # a kill between the two renames loses only that empty store
+                shutil.rmtree(aside, ignore_errors=True)
+            else:
+                os.rename(staging, path)  # atomic; replaces an empty directory, refuses anything else
+        except OSError as error:
+            if isinstance(error, FileExistsError) and not error.filename:
+                raise  # _check_target's own message
+            raise FileExistsError(
+                f"{path} appeared while the store was being built ({error}): pick a new path"
+            ) from None
+
+    @staticmethod
+    def _check_target(path: Path, replace_empty: bool) -> bool:
+        """Whether `path` holds an empty store to replace; raise FileExistsError unless it is free (or empty)."""
+        if not path.exists() or (path.is_dir() and not any(path.iterdir())):
+            return False
+        if replace_empty and path.is_dir() and (path / REGISTRY_FILE).is_file():
+            registry = Registry(path / REGISTRY_FILE)
+            try:
+                n, m = registry.counts()
+                if n == 0 and m == 0 and not registry.sorts():
+                    return True
+            finally:
+                registry.close()
+            raise FileExistsError(
+                f"{path} already holds a store with {n} samples and {m} models: pick a new path, "
+                "or delete it first if you mean to replace it"
+            )
+        raise FileExistsError(f"{path} already exists and is not an empty directory: open it, or pick a new path")
 
     @classmethod
     def open(cls, path: str | os.PathLike[str], *, lock_timeout: float = 600.0) -> BenchStore:
@@ -329,7 +395,8 @@ class BenchStore:
             old, seen = self._read(0, row_id, n), self._read(1, row_id, n)
             if predicted.shape[1]:
                 self._arrays()[0][model_id : model_id + 1, : predicted.shape[1]] = (seen & old) | (~seen & predicted)
-            self._registry.put_estimate(model_id, threshold, n, sort_version, method, budget)
+            intervals = self._estimate_intervals(row_id, [threshold], sort_version, method)
+            self._registry.put_estimates([model_id], [threshold], n, sort_version, method, budget, intervals)
 
     def record_estimates(
         self,
@@ -340,7 +407,8 @@ class BenchStore:
         budget: int,
     ) -> None:
         """Register estimates for rows whose predicted cells are already stored (e.g. given to `add_models` with
-        observed=False): one transaction for any number of models, so inserting many models stays fast."""
+        observed=False): one transaction for any number of models, so inserting many models stays fast. Each row's
+        best estimate and interval are computed from its observed cells, in the order of `sort_version`."""
         thresholds = np.asarray(thresholds, dtype=np.int64)
         with self._writing(), self._registry.transaction():
             n, m = self._registry.counts()
@@ -354,7 +422,59 @@ class BenchStore:
                     f"thresholds and budget {budget} must lie in 0..n = {n}, and method ({method!r}) must name the "
                     "estimator"
                 )
-            self._registry.put_estimates(ids.tolist(), thresholds.tolist(), n, sort_version, method, budget)
+            intervals = self._estimate_intervals(ids, thresholds, sort_version, method)
+            self._registry.put_estimates(ids.tolist(), thresholds.tolist(), n, sort_version, method, budget, intervals)
+
+    # -- best estimates -----------------------------------------------------------------------------------------
+    def _estimate_intervals(
+        self, model_ids: np.ndarray, thresholds: Sequence[int] | np.ndarray, sort_version: int, method: str
+    ) -> list[EstimateInterval | None]:
+        """Each row's best estimate and interval from its observed cells, ranked by `sort_version`, with threshold k
+        (`best_estimates.row_intervals`), reading a chunk of rows at a time; None for every row where the sort covers
+        more samples than the store holds."""
+        order = self.load_sort(sort_version)
+        n, _ = self._registry.counts()
+        n_e, width = order.size, packed_width(order.size)
+        if n_e == 0 or n_e > n:
+            return [None] * len(model_ids)
+        step = max(1, _UNPACKED_BYTES // n_e)
+        thresholds = np.asarray(thresholds, np.int64)
+        out: list[EstimateInterval | None] = []
+        for i0 in range(0, len(model_ids), step):
+            chunk = np.asarray(model_ids[i0 : i0 + step], np.int64)
+            correct = np.unpackbits(self._read(0, chunk, n)[:, :width], axis=1, count=n_e)
+            seen = np.unpackbits(self._read(1, chunk, n)[:, :width], axis=1, count=n_e)
+            out += row_intervals(correct, seen, order, thresholds[i0 : i0 + step], method)
+        return out
+
+    def _fill_in_intervals(self) -> None:
+        """Give estimated rows without a best estimate (written by format 1) theirs, once; best effort on open.
+
+        Waits at most a few seconds for the write lock; a store that cannot be written (or whose sort file is gone)
+        keeps them missing: `accuracies` then reports those rows' cells, and `check` names them.
+        """
+        missing = self._registry.estimates_without_interval()
+        if not missing:
+            return
+        try:
+            with write_lock(self.path, self._lock_fd, _BACKFILL_LOCK_TIMEOUT, self._sort_files):
+                with self._registry.transaction():
+                    groups: dict[tuple[int, str], list[EstimateRecord]] = {}
+                    for record in self._registry.estimates().values():
+                        if record.interval is None:
+                            groups.setdefault((record.sort_version, record.method), []).append(record)
+                    filled = {}
+                    for (version, method), group in groups.items():
+                        size = self.load_sort(version).size
+                        group = [r for r in group if r.n_samples == size]
+                        ids = np.array([r.model_id for r in group], np.int64)
+                        intervals = self._estimate_intervals(ids, [r.threshold for r in group], version, method)
+                        for record, interval in zip(group, intervals, strict=True):
+                            if interval is not None:
+                                filled[record.model_id] = interval
+                    self._registry.put_intervals(filled)
+        except (OSError, ValueError, KeyError, TimeoutError, sqlite3.Error):
+            return
 
     # -- reads --------------------------------------------------------------------------------------------------
     def read_rows(self, model_ids: Sequence[int] | np.ndarray) -> np.ndarray:
@@ -381,11 +501,15 @@ class BenchStore:
         return ones, seen
 
     def accuracies(self, model_ids: Sequence[int] | np.ndarray | None = None) -> dict[int, Accuracy]:
-        """Accuracy over all n samples per model, with its kind and observed fraction.
+        """Accuracy over all n samples per model (the best estimate, see `Accuracy`), its kind and observed fraction.
 
-        kind: 'observed' = every cell evaluated; 'estimated' = the row has an estimate (write_estimated_row), its
-        unobserved cells are that estimate's predictions; 'mixed' = neither: unobserved cells are predictions from
-        write_rows(observed=False), or never set (they count as 0; the observed fraction shows how many).
+        kind: 'observed' = every cell evaluated; 'estimated' = the row has an estimate (write_estimated_row,
+        record_estimates), its unobserved cells are that estimate's predictions, and its accuracy the estimate's
+        centre with its interval; 'mixed' = neither: unobserved cells are predictions from write_rows(observed=False),
+        or never set (they count as 0; the observed fraction shows how many).
+
+        An estimated row's estimate covers the n_samples of its sort; samples added since count with their cells:
+        accuracy = (correct cells + estimate * n_samples - row_ones) / n, and the bounds shift with it.
         """
         n, m = self._registry.counts()
         if n == 0:
@@ -395,8 +519,13 @@ class BenchStore:
         estimated = self._registry.estimates()
         result = {}
         for model, correct, observed in zip(ids.tolist(), ones.tolist(), seen.tolist(), strict=True):
-            kind = "observed" if observed == n else "estimated" if model in estimated else "mixed"
-            result[model] = Accuracy(correct / n, kind, observed / n)
+            row = correct / n
+            if observed == n:
+                result[model] = Accuracy(row, "observed", 1.0, row, row, None, row)
+            elif model in estimated:
+                result[model] = estimated_accuracy(estimated[model], correct, observed, n)
+            else:
+                result[model] = Accuracy(row, "mixed", observed / n, row_accuracy=row)
         return result
 
     def sample_ids(self, *, source: str | None = None, domain: str | None = None) -> np.ndarray:
@@ -456,7 +585,9 @@ class BenchStore:
         """(version, order) of the most recently saved sort."""
         records = self._registry.sorts()
         if not records:
-            raise LookupError(f"store {self.path} has no saved sort yet: compute one and call save_sort(order, models)")
+            raise LookupError(
+                f"store {self.path} has no saved sort yet: sort it first (`lifelong bench sort`, or save_sort())"
+            )
         return records[-1].version, self.load_sort(records[-1].version)
 
     # -- summaries ----------------------------------------------------------------------------------------------
@@ -496,5 +627,10 @@ class BenchStore:
                 if array.chunks != self._chunks():
                     problems.append(f"matrix: {name} has chunks {array.chunks}, the registry says {self._chunks()}")
             problems += sort_file_problems(self.path, self._registry.sorts(), n, m)
+            problems += [
+                f"registry: estimated row of model {model} has no best estimate (written by an older version and not "
+                "filled in: its sort file is missing or the store is read-only); re-add the model to get one"
+                for model in self._registry.estimates_without_interval()
+            ]
             problems += [f"orphan file {path}: left by an interrupted write; delete it" for path in self._orphans()]
         return problems

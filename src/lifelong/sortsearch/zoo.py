@@ -21,7 +21,7 @@ import io
 import json
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -120,10 +120,12 @@ def load_zoo_data(
     seed: int,
     options: Mapping[str, Any] | None = None,
     fallback_train: int = max(ZooSpace().train_sizes),
+    on_note: Callable[[str], None] | None = None,
 ) -> ZooData:
     """Load `source` (falling back to builtin:letters when Fashion-MNIST is absent), split it, corrupt the test set.
 
-    The fallback renders enough letters for `n_test` test items plus `fallback_train` training items.
+    The fallback renders enough letters for `n_test` test items plus `fallback_train` training items. Each note (the
+    fallback, a seeded hold-out) is kept in `ZooData.notes` and, as it happens, passed to `on_note`.
     """
     notes: list[str] = []
     options = dict(options or {})
@@ -133,7 +135,12 @@ def load_zoo_data(
         if source != DEFAULT_SOURCE:
             raise
         per_class = math.ceil((n_test + fallback_train) / 10)  # letters A-J: 10 classes
-        notes.append(f"{source} not found ({exc}); using {FALLBACK_SOURCE} with n_per_class={per_class} instead")
+        notes.append(
+            f"{source} not found ({exc}); using {FALLBACK_SOURCE} (rendered letters A-J, n_per_class={per_class}) "
+            "instead: install Fashion-MNIST (Debian package dataset-fashion-mnist) for the real zoo"
+        )
+        if on_note is not None:
+            on_note(notes[-1])
         source, labeled = FALLBACK_SOURCE, load_source(FALLBACK_SOURCE, n_per_class=per_class, seed=seed)
     if labeled.kind is not TaskKind.MULTI_CLASS:
         raise ValueError(f"source {source!r} is {labeled.kind.value}: the zoo needs single-label classification")
@@ -145,6 +152,8 @@ def load_zoo_data(
         order = np.random.default_rng(derive_seed(seed, _TEST)).permutation(len(labeled))
         test_pool, train_pool = np.sort(order[:n_test]), np.sort(order[n_test:])
         notes.append(f"{source} has no official test split: {min(n_test, len(order))} items held out with the seed")
+        if on_note is not None:
+            on_note(notes[-1])
     if len(test_pool) < n_test or len(train_pool) == 0:
         raise ValueError(
             f"source {source!r} has {len(test_pool)} test and {len(train_pool)} training items but n_test={n_test} "
@@ -281,6 +290,7 @@ def build_zoo(
     num_cpus: int | None = None,
     address: str | None = None,
     progress: bool = True,
+    on_note: Callable[[str], None] | None = None,
     **fields: Any,
 ) -> dict[str, Any]:
     """Train and evaluate the zoo of `settings` (resuming from OUT/models/), then write the matrices and tables.
@@ -288,7 +298,8 @@ def build_zoo(
     Keywords naming ZooSettings fields (n_models=..., seed=..., space=...) replace those of `settings` (default:
     ZooSettings()). `executor`: "local", "ray" (`num_cpus` for a local Ray, `address` to join a cluster) or an
     Executor; each model is one item and uses `threads` torch threads (results are reproducible for a fixed thread
-    count). Returns a summary (also saved in OUT/zoo.json).
+    count). Notes on the data (e.g. the fallback to rendered letters) go to `on_note` as they happen and into the
+    summary. Returns a summary (also saved in OUT/zoo.json).
     """
     started = time.perf_counter()
     settings = replace(settings or ZooSettings(), **fields)
@@ -307,7 +318,14 @@ def build_zoo(
     recorded = {"n_models": n_models, "source": settings.source, "n_test": n_test, "corruptions": list(corruptions)}
     recorded |= {"severities": list(severities), "seed": seed, "threads": threads, "space": space.to_dict()}
     data = load_zoo_data(
-        settings.source, n_test, corruptions, severities, seed, settings.source_options, max(space.train_sizes)
+        settings.source,
+        n_test,
+        corruptions,
+        severities,
+        seed,
+        settings.source_options,
+        max(space.train_sizes),
+        on_note=on_note,
     )
     n_samples = len(data.samples)
     specs = [draw_spec(i, seed, len(data.train), space) for i in range(n_models)]

@@ -52,20 +52,25 @@ def nevis_tiny(**options) -> Stream:
 
 
 def nevis_debug(**options) -> Stream:
-    """Nevis'22 DEBUG: COIL 20 and Pascal 2007 (needs data)"""
+    """Nevis'22 DEBUG: Pascal 2007 (1999), COIL 20 (2000), as the reference (needs data)"""
     return _nevis("debug", **options)
 
 
 def nevis_major_domain(**options) -> Stream:
-    """Nevis'22 with object-domain meta-train tasks only"""
+    """Nevis'22 MAJOR_DOMAIN_ONLY: 70 tasks, object and scene meta-train tasks, as the reference"""
     return _nevis("major-domain", **options)
 
 
+def nevis_major_domain_object(**options) -> Stream:
+    """Nevis'22 with object-domain meta-train tasks only: 65 tasks (stricter than the reference)"""
+    return _nevis("major-domain-object", **options)
+
+
 def nevis_large(**options) -> Stream:
-    """Nevis'22 without meta-train datasets under 10,000 samples"""
+    """Nevis'22 LARGE_DATASET_ONLY: 67 tasks, meta-train datasets of 10,000+ samples, as the reference"""
     return _nevis("large", **options)
 
 
 def nevis_imagenet(**options) -> Stream:
-    """Nevis'22 ImageNet tasks only (2011, 2021)"""
+    """Nevis'22 IMAGENET_ONLY: ImageNet alone (2014), the reference's pretraining stream"""
     return _nevis("imagenet", **options)

@@ -1,4 +1,14 @@
-"""The Nevis'22 streams as data: 97 datasets, and the FULL (106 tasks), SHORT (29) and TINY (7) orders by year.
+"""The Nevis'22 streams as data: 97 datasets, and every variant's order by year: FULL (106 tasks), SHORT (29),
+TINY (7), DEBUG (2), MAJOR_DOMAIN_ONLY (70), LARGE_DATASET_ONLY (67) and IMAGENET_ONLY (1).
+
+The variants' task lists and years are the reference's (dm_nevis `dm_nevis/streams/nevis_stream.py`,
+`NEVIS_STREAM_PER_YEAR`, lines 75-251: DEBUG 76-79, FULL 80-132, SHORT 133-160, TINY 161-171, IMAGENET_ONLY
+172-175, MAJOR_DOMAIN_ONLY 176-212, LARGE_DATASET_ONLY 213-250), written with this table's slugs. Facts about them:
+MAJOR_DOMAIN_ONLY's meta-train part ("Exclude satellite, face, texture, shape, ocr, quality, medical") is exactly
+this table's object and scene tasks before 2019 (43); LARGE_DATASET_ONLY's ("Exclude datasets with less than
+10_000 samples, all splits combined") counts the reference's own copies, not this table's `size` column (a
+cut on `size` keeps only 24 of its 40); both keep FULL's 2019-2021 part whole. IMAGENET_ONLY is ImageNet alone,
+in 2014 (as SHORT places it), a pretraining stream; DEBUG is Pascal 2007 in 1999, then COIL 20 in 2000.
 
 Sources, in order of authority: the task list per year of spec/nevis22.md section 4 (which task is where,
 and the SHORT and TINY lists with their own years), its [ref] class counts, and the paper's Appendix L
@@ -17,7 +27,7 @@ table (type, domain, size, average resolution; Appendix M for the SHORT rows). W
   SUN 397: multi-class, 397 scene categories (the table says M, but SUN397 gives one scene label per image).
 
 `size` is the table's "size" column: for most datasets the train+dev pool D^tr (e.g. MNIST 51,000 = 0.85 x
-60,000); it drives LARGE_DATASET_ONLY. `resolution` is the table's average (height, width). `split_rule` is
+60,000); the dataset-size slices of reports use it. `resolution` is the table's average (height, width). `split_rule` is
 a rule of lifelong.data.splits: explicit where the reference's choice is known ([ref]) or the table's size
 pins it down ([size]: size = 0.85 x the official train -> train_test; size = the official train ->
 train_val_test / train_val; size ~ 0.68 x all images -> random), else "auto" (the data's official split if
@@ -166,8 +176,8 @@ _DATASETS = (
        "KTH-TIPS2, sample a (Caputo, Hayman and Mallikarjuna, 2005)"),
     _d("pascal_2012", "Pascal 2012", M, "object", 20, 5717, (386, 470), "train_val",  # [own] 20 VOC classes;
        "PASCAL VOC 2012 (Everingham et al., 2015)"),  # multi-label: see the module docstring; [ref] train/val
-    _d("norb", "NORB", C, "object", 5, 20655, (96, 96), "train_test",  # [own] 5 toy categories (small NORB)
-       "small NORB (LeCun, Huang and Bottou, 2004)"),  # [size] 0.85 x 24,300
+    _d("norb", "NORB", C, "object", 5, 20655, (96, 96), "smallnorb",  # [own] 5 toy categories (small NORB);
+       "small NORB (LeCun, Huang and Bottou, 2004)"),  # [ref] split by object instance (dev 4, dev_test 6)
     _d("wikipaintings", "Wikipaintings", C, "object", 27, 48576, (223, 221), "train_test",  # [own] 27 styles
        "WikiArt styles (Karayev et al., 2014; ArtGAN release, Tan et al., 2019)"),  # (ref); [ref] split
     _d("mit_scenes", "MIT Scenes", C, "scene", 67, 4554, (413, 501), "train_test",  # [own] 67 indoor scenes
@@ -393,6 +403,69 @@ TINY_BY_YEAR: Mapping[int, tuple[str, ...]] = {
 }
 
 
+# The meta-test part (2019-2021) of MAJOR_DOMAIN_ONLY and LARGE_DATASET_ONLY is FULL's, unchanged.
+_FULL_META_TEST = {year: names for year, names in FULL_BY_YEAR.items() if year >= META_TEST_FROM_YEAR}
+MAJOR_DOMAIN_BY_YEAR: Mapping[int, tuple[str, ...]] = {  # object and scene tasks only before 2019
+    2000: ("coil20",),
+    2001: ("coil100",),
+    2004: ("butterflies",),
+    2005: ("caltech101",),
+    2006: ("pascal_2005", "caltech_categories", "uiuc_cars", "aloi"),
+    2007: ("scenes8",),
+    2008: ("scenes15",),
+    2009: ("pascal_2006",),
+    2010: ("pascal_2007", "graz02", "ppmi"),
+    2011: ("caltech256", "imagenet", "oxford_flowers17", "oxford_flowers102", "belgium_tsc", "gtsrb"),
+    2013: ("iaprtc12", "sketch", "pascal_2012", "norb"),
+    2014: ("wikipaintings",),
+    2015: ("mit_scenes", "sun397", "cifar10"),
+    2016: (
+        "cub200",
+        "stanford_cars",
+        "fgvc_aircraft",
+        "coco",
+        "caltech101",
+        "oxford_pets",
+        "stanford_dogs",
+        "interact",
+        "voc_actions",
+        "svhn",
+    ),
+    2017: ("sun_attribute", "cifar100"),
+    2018: ("office_caltech", "pacs", "caltech_camera_traps"),
+    **_FULL_META_TEST,
+}
+LARGE_DATASET_BY_YEAR: Mapping[int, tuple[str, ...]] = {  # 10,000 samples or more (reference's count) before 2019
+    2004: ("mnist",),
+    2005: ("caltech101",),
+    2006: ("aloi",),
+    2009: ("extended_yaleb",),
+    2010: ("pascal_2007",),
+    2011: ("caltech256", "imagenet", "lfw", "belgium_tsc", "gtsrb"),
+    2013: ("iaprtc12", "sketch", "pascal_2012", "norb"),
+    2014: ("wikipaintings",),
+    2015: ("mnist", "mit_scenes", "sun397", "cifar10"),
+    2016: (
+        "cub200",
+        "stanford_cars",
+        "fgvc_aircraft",
+        "coco",
+        "caltech101",
+        "oxford_pets",
+        "stanford_dogs",
+        "caltech101_silhouettes",
+        "voc_actions",
+        "svhn",
+        "chars74k",
+    ),
+    2017: ("celeba", "lfwa", "sun_attribute", "cifar100"),
+    2018: ("usps", "mnist_m", "pacs", "caltech_camera_traps", "emnist_balanced", "casia_hwdb"),
+    **_FULL_META_TEST,
+}
+IMAGENET_ONLY_BY_YEAR: Mapping[int, tuple[str, ...]] = {2014: ("imagenet",)}
+DEBUG_BY_YEAR: Mapping[int, tuple[str, ...]] = {1999: ("pascal_2007",), 2000: ("coil20",)}
+
+
 def tasks_by_year(by_year: Mapping[int, Sequence[str]]) -> tuple[NevisTask, ...]:
     """Stream rows from a year -> dataset names mapping, years ascending, names in their listed order."""
     unknown = sorted({name for names in by_year.values() for name in names} - set(DATASETS))
@@ -406,3 +479,7 @@ def tasks_by_year(by_year: Mapping[int, Sequence[str]]) -> tuple[NevisTask, ...]
 FULL_TASKS = tasks_by_year(FULL_BY_YEAR)
 SHORT_TASKS = tasks_by_year(SHORT_BY_YEAR)
 TINY_TASKS = tasks_by_year(TINY_BY_YEAR)
+MAJOR_DOMAIN_TASKS = tasks_by_year(MAJOR_DOMAIN_BY_YEAR)
+LARGE_DATASET_TASKS = tasks_by_year(LARGE_DATASET_BY_YEAR)
+IMAGENET_ONLY_TASKS = tasks_by_year(IMAGENET_ONLY_BY_YEAR)
+DEBUG_TASKS = tasks_by_year(DEBUG_BY_YEAR)

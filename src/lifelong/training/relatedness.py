@@ -7,8 +7,11 @@ ranks neighbours exactly as cosine similarity does (scikit-learn's `KNeighborsCl
 normalised features gives the same predictions). The score (higher = more related) is 1 - the task error of
 the kNN vote fractions: top-1 accuracy for multi-class tasks, mAP over labels (labels without a positive in
 the dev subset skipped, as in lifelong.metrics) for multi-label tasks, where a label's score is the fraction
-of the k neighbours carrying it. Random initialisation is always a candidate: its features come from a
-network initialised with a given seed.
+of the k neighbours carrying it. Random initialisation is always scored: its features come from a network
+initialised with a given seed. Whether it may also be chosen is the caller's decision (`Relatedness.choice`):
+the reference (dm_nevis `experiments_jax/learners/finetuning_dknn/finetuning_dknn_learner.py`,
+`_init_from_knn_transfer` and `_init_from_transfer_matrix`) ranks it with the past models but only ever starts
+from a past model, so random weights start a task only when there is no other candidate.
 
 Features are computed in eval mode without gradients by the model's `features` (pooled backbone output).
 Their forward FLOPs are reported apart: like the reference, relatedness scoring is not training compute.
@@ -195,8 +198,16 @@ class Relatedness:
 
     @property
     def best(self) -> str:
-        """Name of the most related candidate."""
+        """Name of the most related candidate (random init included)."""
         return self.ranking()[0][0]
+
+    def choice(self, *, allow_random_init: bool) -> str:
+        """The candidate to start from: `best`, or with allow_random_init=False the best other than random init
+        whenever another candidate was scored (the reference's rule: random weights only without a past model)."""
+        if allow_random_init:
+            return self.best
+        others = [name for name, _ in self.ranking() if name != RANDOM_INIT]
+        return others[0] if others else self.best
 
 
 def score_candidates(

@@ -1,0 +1,176 @@
+"""Reproduce the headline figures from nothing: every command, seeds fixed, pretraining included.
+
+Writes one table (markdown and JSON) with per-seed values, mean +- std (ddof=1), and the provenance each run
+recorded (CPU, threads, versions, sha256 of the checkpoints and encoders it loaded). The README's "what to
+expect" figures come from this script, with the machine it ran on.
+
+Run: python benchmarks/reproduce.py [--only nevis|clear] [--work DIR] [--quick]
+  nevis: nevis-mini, 3 seeds: independent, finetune-prev, finetune-knn, pretrained (checkpoint from
+         `lifelong pretrain builtin:chars -o n_per_class=80 --epochs 10`): meta-test error E, mean error, cFLOP.
+  clear: clear-mini iid, 5 seeds: finetune (CNN) and finetune on a SimCLR encoder (`lifelong pretrain-ssl`).
+--quick: one seed and one epoch everywhere (a smoke test of the script, not the figures).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+LIFELONG = [sys.executable, "-m", "lifelong.cli"]
+
+
+def lifelong(*args: str, cwd: Path) -> None:
+    print("$ lifelong " + " ".join(args), flush=True)
+    subprocess.run([*LIFELONG, *args], cwd=cwd, check=True)
+
+
+def summaries(out: Path, prefix: str) -> list[tuple[dict, dict]]:
+    """(summary.json, run.json) of every finished run folder in `out` whose id starts with `prefix`."""
+    found = []
+    for folder in sorted(out.glob(f"{prefix}*-seed*")):
+        if (folder / "summary.json").is_file():
+            found.append(
+                (json.loads((folder / "summary.json").read_text()), json.loads((folder / "run.json").read_text()))
+            )
+    return found
+
+
+def _row(experiment: str, metric: str, values: list[float], infos: list[dict]) -> dict:
+    mean = statistics.fmean(values) if values else None
+    std = statistics.stdev(values) if len(values) > 1 else None
+    machine = infos[0].get("machine", {}) if infos else {}
+    files = {Path(p).name: h[:12] for info in infos for p, h in (info.get("files") or {}).items()}
+    return {
+        "experiment": experiment,
+        "metric": metric,
+        "per_seed": values,
+        "mean": mean,
+        "std": std,
+        "cpu": machine.get("cpu"),
+        "threads": machine.get("threads"),
+        "torch": (infos[0].get("versions") or {}).get("torch") if infos else None,
+        "files": files,
+    }
+
+
+def nevis(work: Path, quick: bool) -> list[dict]:
+    seeds, epochs = ("1", ["-o", "epochs=1"]) if quick else ("3", [])
+    checkpoint = work / "pretrained" / "chars.pt"
+    if not checkpoint.exists():
+        lifelong(
+            "pretrain",
+            "builtin:chars",
+            "--out",
+            str(checkpoint),
+            "-o",
+            "n_per_class=80",
+            "--epochs",
+            "1" if quick else "10",
+            "--seed",
+            "0",
+            cwd=work,
+        )
+    rows = []
+    learners = {
+        "independent": [],
+        "finetune-prev": [],
+        "finetune-knn": [],
+        "pretrained": ["-o", f"checkpoint={checkpoint}"],
+    }
+    for learner, options in learners.items():
+        lifelong(
+            "run",
+            "--stream",
+            "nevis-mini",
+            "--learner",
+            learner,
+            "--seeds",
+            seeds,
+            "--out",
+            "nevis",
+            *options,
+            *epochs,
+            "--resume",
+            cwd=work,
+        )
+        found = summaries(work / "nevis", f"nevis-mini-{learner}-")
+        infos = [info for _, info in found]
+        for metric in ("meta_test_mean_error", "mean_error", "cumulative_train_flops"):
+            rows.append(_row(f"nevis-mini {learner}", metric, [s[metric] for s, _ in found], infos))
+    return rows
+
+
+def clear(work: Path, quick: bool) -> list[dict]:
+    seeds, epochs = ("1", ["-o", "epochs=1"]) if quick else ("5", [])
+    encoder = work / "encoders" / "clear-mini-simclr.pt"
+    if not encoder.exists():
+        lifelong("pretrain-ssl", "--out", str(encoder), *(["--epochs", "1"] if quick else []), cwd=work)
+    rows = []
+    for label, options in (("finetune (CNN)", epochs), ("finetune (linear)", ["-o", f"encoder={encoder}"])):
+        out = "clear-cnn" if "CNN" in label else "clear-linear"
+        lifelong(
+            "run",
+            "--stream",
+            "clear-mini",
+            "--protocol",
+            "iid",
+            "--learner",
+            "finetune",
+            "--seeds",
+            seeds,
+            "--out",
+            out,
+            *options,
+            "--resume",
+            cwd=work,
+        )
+        found = summaries(work / out, "clear-mini-")
+        infos = [info for _, info in found]
+        for metric in ("in_domain", "next_domain", "acc", "bwt", "fwt"):
+            rows.append(_row(f"clear-mini iid {label}", metric, [s["clear_metrics"][metric] for s, _ in found], infos))
+    return rows
+
+
+def markdown(rows: list[dict]) -> str:
+    lines = [
+        "| experiment | metric | per seed | mean +- std | CPU, threads, torch | files (sha256) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        per_seed = ", ".join(f"{v:.4g}" for v in r["per_seed"])
+        spread = "-" if r["mean"] is None else f"{r['mean']:.4g}" + ("" if r["std"] is None else f" +- {r['std']:.2g}")
+        files = ", ".join(f"{k} {v}" for k, v in r["files"].items()) or "-"
+        lines.append(
+            f"| {r['experiment']} | {r['metric']} | {per_seed} | {spread} | {r['cpu']}, {r['threads']}, "
+            f"{r['torch']} | {files} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", choices=("nevis", "clear"), default=None)
+    parser.add_argument("--work", type=Path, default=Path("reproduce"), help="folder for checkpoints and runs")
+    parser.add_argument("--quick", action="store_true", help="one seed, one epoch: a smoke test of the script")
+    args = parser.parse_args(argv)
+    args.work.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    rows: list[dict] = []
+    if args.only in (None, "nevis"):
+        rows += nevis(args.work, args.quick)
+    if args.only in (None, "clear"):
+        rows += clear(args.work, args.quick)
+    (args.work / "reproduce.json").write_text(json.dumps(rows, indent=2) + "\n")
+    table = markdown(rows)
+    (args.work / "reproduce.md").write_text(table + "\n")
+    print(table)
+    print(f"written to {args.work / 'reproduce.md'} and reproduce.json in {time.perf_counter() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
