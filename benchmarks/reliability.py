@@ -117,6 +117,8 @@ def bench_part(work: Path, kills: int, rng: random.Random) -> dict:
             consistent += 1
     shutil.rmtree(work / "store", ignore_errors=True)
     lifelong(*imported, cwd=work)
+    lifelong("bench", "sort", "store", cwd=work)
+    lifelong("bench", "sort", "clean", cwd=work)
     plan = lifelong("bench", "plan-model", "store", "--budget", "256", cwd=work).stdout.split()
     truth = np.load(matrix)[0]
     with open(work / "results.csv", "w", newline="") as f:

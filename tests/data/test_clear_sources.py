@@ -43,10 +43,10 @@ def _clear_tree(root: Path, buckets=(1, 2), per_class: int = 2, unlabeled=(0, 1)
 def test_clear_folder_reads_the_released_layout_lazily(tmp_path, monkeypatch):
     root = _clear_tree(tmp_path / "clear10")
     calls = []
-    import lifelong.data.sources.clear as clear_module
+    import lifelong.data.sources.file_stream as file_stream_module
 
-    real = clear_module.decode_files
-    monkeypatch.setattr(clear_module, "decode_files", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = file_stream_module.decode_files
+    monkeypatch.setattr(file_stream_module, "decode_files", lambda *a, **k: calls.append(1) or real(*a, **k))
     source = ClearFolder(root, unlabeled_size=8)
     assert calls == []  # nothing decoded at construction
     assert isinstance(source, TemporalSource)

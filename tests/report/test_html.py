@@ -16,7 +16,8 @@ from metrics.test_analysis import TASKS, write_run
 from PIL import Image
 
 from lifelong.metrics.analysis import slices
-from lifelong.report.html import _slice_labels, write_report
+from lifelong.report.figures import slice_labels
+from lifelong.report.html import write_report
 from lifelong.results import ResultsDB, RunFolder
 
 NASTY = "<script>alert('x')</script>&$1$"  # HTML markup, an entity start and mathtext dollars
@@ -271,10 +272,10 @@ def test_one_run_gets_no_empty_regret_figure(tmp_path: Path) -> None:
 def test_size_slices_in_size_order_whatever_run_comes_first() -> None:
     medium_only = write_records_of(TASKS[1:2])  # 3,000 items: the first run has no small task
     per_run = [("medium", slices(medium_only, "size")), ("all", slices(write_records_of(TASKS), "size"))]
-    assert _slice_labels(per_run, "size") == ["< 1,000", "1,000-10,000", ">= 10,000"]
+    assert slice_labels(per_run, "size") == ["< 1,000", "1,000-10,000", ">= 10,000"]
     resolutions = [("a", {"64": {}, "(none)": {}}), ("b", {"8": {}, "32": {}})]
-    assert _slice_labels(resolutions, "resolution") == ["8", "32", "64", "(none)"]
-    assert _slice_labels([("a", {"(none)": {}, "ocr": {}}), ("b", {"art": {}})], "domain") == ["art", "ocr", "(none)"]
+    assert slice_labels(resolutions, "resolution") == ["8", "32", "64", "(none)"]
+    assert slice_labels([("a", {"(none)": {}, "ocr": {}}), ("b", {"art": {}})], "domain") == ["art", "ocr", "(none)"]
 
 
 def write_records_of(tasks: list[tuple]) -> list[dict]:

@@ -42,7 +42,6 @@ stream one chunk at a time. A row costs ceil(n/8) bytes (212 kB at Lifelong-CIFA
 from __future__ import annotations
 
 import os
-import shutil
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -54,17 +53,18 @@ import numpy as np
 from lifelong.sortsearch.best_estimates import Accuracy, estimated_accuracy, row_intervals
 from lifelong.sortsearch.bitmatrix import packed_width
 from lifelong.sortsearch.registry import EstimateInterval, EstimateRecord, ModelRecord, Registry, SortRecord
+from lifelong.sortsearch.store_build import staged_store
+from lifelong.sortsearch.store_cells import index_array as _index_array
+from lifelong.sortsearch.store_cells import packed_rows, read_packed, row_counts, write_cells
 from lifelong.sortsearch.store_files import (
     ARRAYS,
     LOCK_FILE,
     REGISTRY_FILE,
     SORTS_DIR,
-    create_arrays,
     open_arrays,
     orphans,
     permutation_problem,
     sort_file_problems,
-    temp_name,
     write_lock,
     write_sort_file,
 )
@@ -74,37 +74,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Accuracy", "BenchStore"]
 
-_POPCOUNT = np.array([bin(value).count("1") for value in range(256)], dtype=np.uint8)
 _UNPACKED_BYTES = 16 * 2**20  # dense bytes per chunk of rows unpacked to compute intervals
 _BACKFILL_LOCK_TIMEOUT = 5.0  # seconds an open waits for the write lock to fill in a format-1 store's estimates
-
-
-def _tail_mask(n: int) -> int:
-    """Mask of the valid bits in the last packed byte of an n-sample row."""
-    return (0xFF << (8 - n % 8)) & 0xFF if n % 8 else 0xFF
-
-
-def _spans(start: int, stop: int, step: int) -> Iterator[tuple[int, int]]:
-    """Chunk-aligned [a, b) pieces covering [start, stop)."""
-    while start < stop:
-        end = min(stop, (start // step + 1) * step)
-        yield start, end
-        start = end
-
-
-def _index_array(ids: Sequence[int] | np.ndarray, limit: int, what: str) -> np.ndarray:
-    """Validate ids as unique integers in [0, limit) and return them as int64."""
-    array = np.asarray(ids)
-    if array.ndim != 1 or (array.size and not np.issubdtype(array.dtype, np.integer)):
-        raise ValueError(f"{what} ids must be a 1-D sequence of integers, got {array.dtype} with shape {array.shape}")
-    array = array.astype(np.int64)
-    bad = array[(array < 0) | (array >= limit)]
-    if bad.size:
-        valid = f"ids 0..{limit - 1}" if limit else f"add {what}s first"
-        raise IndexError(f"{what} id {int(bad[0])} is out of range: the store has {limit} {what}s ({valid})")
-    if np.unique(array).size != array.size:
-        raise ValueError(f"{what} ids contain duplicates: pass each id once")
-    return array
 
 
 class BenchStore:
@@ -143,64 +114,11 @@ class BenchStore:
         `path` must not exist, be an empty directory, or (with `replace_empty`) hold an empty store (no samples, no
         models), which is replaced. The yielded store is closed at the end: open `path` to use it.
         """
-        path = Path(path)
-        if chunk_models < 1 or chunk_samples < 8 or chunk_samples % 8:
-            raise ValueError(
-                f"chunk_models={chunk_models}, chunk_samples={chunk_samples}: need chunk_models >= 1 and "
-                "chunk_samples a positive multiple of 8 (columns are packed 8 samples per byte)"
-            )
-        replacing = cls._check_target(path, replace_empty)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        staging = temp_name(path.parent / f".{path.name}")
-        staging.mkdir()
-        try:
-            Registry.create(staging / REGISTRY_FILE, chunk_models=chunk_models, chunk_samples=chunk_samples).close()
-            create_arrays(staging, chunk_models, chunk_samples)
-            (staging / SORTS_DIR).mkdir()
-            (staging / LOCK_FILE).touch()
+        with staged_store(
+            Path(path), replace_empty=replace_empty, chunk_models=chunk_models, chunk_samples=chunk_samples
+        ) as staging:
             with cls(staging) as store:
                 yield store
-            cls._move_into_place(staging, path, replacing and replace_empty)
-        except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
-
-    @classmethod
-    def _move_into_place(cls, staging: Path, path: Path, replace_empty: bool) -> None:
-        """Rename a finished store directory to `path` (free, an empty directory, or an empty store to replace)."""
-        try:
-            if cls._check_target(path, replace_empty):  # an empty store: move it aside first
-                aside = temp_name(path.parent / f".{path.name}")
-                os.rename(path, aside)
-                os.rename(staging, path)  # a kill between the two renames loses only that empty store
-                shutil.rmtree(aside, ignore_errors=True)
-            else:
-                os.rename(staging, path)  # atomic; replaces an empty directory, refuses anything else
-        except OSError as error:
-            if isinstance(error, FileExistsError) and not error.filename:
-                raise  # _check_target's own message
-            raise FileExistsError(
-                f"{path} appeared while the store was being built ({error}): pick a new path"
-            ) from None
-
-    @staticmethod
-    def _check_target(path: Path, replace_empty: bool) -> bool:
-        """Whether `path` holds an empty store to replace; raise FileExistsError unless it is free (or empty)."""
-        if not path.exists() or (path.is_dir() and not any(path.iterdir())):
-            return False
-        if replace_empty and path.is_dir() and (path / REGISTRY_FILE).is_file():
-            registry = Registry(path / REGISTRY_FILE)
-            try:
-                n, m = registry.counts()
-                if n == 0 and m == 0 and not registry.sorts():
-                    return True
-            finally:
-                registry.close()
-            raise FileExistsError(
-                f"{path} already holds a store with {n} samples and {m} models: pick a new path, "
-                "or delete it first if you mean to replace it"
-            )
-        raise FileExistsError(f"{path} already exists and is not an empty directory: open it, or pick a new path")
 
     @classmethod
     def open(cls, path: str | os.PathLike[str], *, lock_timeout: float = 600.0) -> BenchStore:
@@ -246,39 +164,9 @@ class BenchStore:
         meta = self._registry.meta()
         return meta["chunk_models"], meta["chunk_samples"] // 8
 
-    def _blocks(self, model_ids: np.ndarray, width: int) -> Iterator[tuple[np.ndarray, int, int]]:
-        """(positions into model_ids, b0, b1) per row chunk x byte-column chunk, so each read touches one chunk."""
-        chunk_rows, chunk_bytes = self._chunks()
-        order = np.argsort(model_ids, kind="stable")
-        chunk_of = model_ids[order] // chunk_rows
-        for group in np.split(order, np.flatnonzero(np.diff(chunk_of)) + 1):
-            if group.size:
-                for b0, b1 in _spans(0, width, chunk_bytes):
-                    yield group, b0, b1
-
     def _read(self, index: int, model_ids: np.ndarray, n: int) -> np.ndarray:
         """Packed rows [k, ceil(n/8)] of array `index` (0 correct, 1 observed), bits beyond n cleared."""
-        width = packed_width(n)
-        array = self._arrays()[index]
-        out = np.zeros((model_ids.size, width), dtype=np.uint8)
-        for group, b0, b1 in self._blocks(model_ids, width):
-            out[group, b0:b1] = array.oindex[model_ids[group], b0:b1]
-        if width:
-            out[:, -1] &= _tail_mask(n)
-        return out
-
-    def _packed_rows(self, rows: np.ndarray, k: int, n: int, what: str) -> np.ndarray:
-        """Validate packed rows as uint8 [k, ceil(n/8)] and return a copy with the bits beyond n cleared."""
-        rows = np.asarray(rows)
-        if rows.dtype != np.uint8 or rows.shape != (k, packed_width(n)):
-            raise ValueError(
-                f"{what} must be uint8 of shape ({k}, {packed_width(n)}) = np.packbits(rows, axis=1) for {k} rows "
-                f"over n = {n} samples, got {rows.dtype} with shape {rows.shape}"
-            )
-        rows = rows.copy()
-        if n:
-            rows[:, -1] &= _tail_mask(n)
-        return rows
+        return read_packed(self._arrays()[index], model_ids, n, self._chunks())
 
     # -- registry growth ----------------------------------------------------------------------------------------
     def add_samples(self, records: Sequence[Mapping[str, Any]]) -> list[int]:
@@ -311,7 +199,7 @@ class BenchStore:
         with self._writing(), self._registry.transaction():
             n, m = self._registry.counts()
             if rows is not None:
-                rows = self._packed_rows(rows, len(names), n, "rows")
+                rows = packed_rows(rows, len(names), n, "rows")
             ids = self._registry.insert_models(names, metadata)
             new_m = m + len(names)
             correct, observed_array = self._arrays()
@@ -322,7 +210,7 @@ class BenchStore:
             width = packed_width(n)
             if rows is not None and width:
                 correct[m:new_m, :width] = rows
-                observed_array[m:new_m, :width] = self._packed_rows(
+                observed_array[m:new_m, :width] = packed_rows(
                     np.full((len(names), width), 0xFF if observed else 0, dtype=np.uint8), len(names), n, "mask"
                 )
             elif capacity > m and width:  # rows a killed insert may have written: make them zero before exposing them
@@ -354,28 +242,7 @@ class BenchStore:
                     f"values must be 0/1 of shape ({rows.size}, {cols.size}) = (models, samples), "
                     f"got {values.dtype} with shape {values.shape}"
                 )
-            values = values.astype(bool)
-            correct, observed_array = self._arrays()
-            byte_of, bit_of = cols >> 3, (0x80 >> (cols & 7)).astype(np.uint8)
-            for group, b0, b1 in self._blocks(rows, packed_width(n)):
-                in_span = np.flatnonzero((byte_of >= b0) & (byte_of < b1))
-                if not in_span.size:
-                    continue
-                r0, r1 = int(rows[group].min()), int(rows[group].max()) + 1
-                c0, c1 = int(byte_of[in_span].min()), int(byte_of[in_span].max()) + 1
-                cells = np.ix_(rows[group] - r0, byte_of[in_span] - c0)
-                bits = np.broadcast_to(bit_of[in_span], (group.size, in_span.size))
-                wanted = values[np.ix_(group, in_span)]
-                block, seen = correct[r0:r1, c0:c1], observed_array[r0:r1, c0:c1]
-                writable = np.ones_like(wanted) if observed else (seen[cells] & bits) == 0
-                rr, cc = (np.broadcast_to(index, bits.shape) for index in cells)
-                ones, zeros = writable & wanted, writable & ~wanted
-                np.bitwise_or.at(block, (rr[ones], cc[ones]), bits[ones])
-                np.bitwise_and.at(block, (rr[zeros], cc[zeros]), ~bits[zeros])
-                correct[r0:r1, c0:c1] = block
-                if observed:
-                    np.bitwise_or.at(seen, (rr, cc), bits)
-                    observed_array[r0:r1, c0:c1] = seen
+            write_cells(self._arrays(), rows, cols, values.astype(bool), n=n, chunks=self._chunks(), observed=observed)
 
     def write_estimated_row(
         self, model_id: int, packed_row: np.ndarray, threshold: int, sort_version: int, method: str, budget: int
@@ -384,7 +251,7 @@ class BenchStore:
         with self._writing(), self._registry.transaction():
             n, m = self._registry.counts()
             row_id = _index_array([model_id], m, "model")
-            predicted = self._packed_rows(np.asarray(packed_row).reshape(1, -1), 1, n, "packed_row")
+            predicted = packed_rows(np.asarray(packed_row).reshape(1, -1), 1, n, "packed_row")
             if sort_version not in {record.version for record in self._registry.sorts()}:
                 raise ValueError(f"sort version {sort_version} does not exist: save the sort first (save_sort)")
             if not 0 <= threshold <= n or not 0 <= budget <= n or not method:
@@ -487,19 +354,6 @@ class BenchStore:
         n, m = self._registry.counts()
         return self._read(1, _index_array(model_ids, m, "model"), n)
 
-    def _row_counts(self, model_ids: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-        """Per model: number of correct cells and of observed cells, streamed one chunk at a time."""
-        correct, observed = self._arrays()
-        ones, seen = np.zeros(model_ids.size, np.int64), np.zeros(model_ids.size, np.int64)
-        width = packed_width(n)
-        for group, b0, b1 in self._blocks(model_ids, width):
-            for array, total in ((correct, ones), (observed, seen)):
-                block = array.oindex[model_ids[group], b0:b1]
-                if b1 == width:
-                    block[:, -1] &= _tail_mask(n)
-                total[group] += _POPCOUNT[block].sum(axis=1, dtype=np.int64)
-        return ones, seen
-
     def accuracies(self, model_ids: Sequence[int] | np.ndarray | None = None) -> dict[int, Accuracy]:
         """Accuracy over all n samples per model (the best estimate, see `Accuracy`), its kind and observed fraction.
 
@@ -515,7 +369,7 @@ class BenchStore:
         if n == 0:
             raise ValueError("the store has no samples, so no accuracy is defined: add samples first")
         ids = np.arange(m) if model_ids is None else _index_array(model_ids, m, "model")
-        ones, seen = self._row_counts(ids, n)
+        ones, seen = row_counts(self._arrays(), ids, n, self._chunks())
         estimated = self._registry.estimates()
         result = {}
         for model, correct, observed in zip(ids.tolist(), ones.tolist(), seen.tolist(), strict=True):
@@ -594,7 +448,7 @@ class BenchStore:
     def status(self) -> dict[str, Any]:
         """n, m, observed fraction of the whole matrix (streamed), number of estimated rows, latest sort version."""
         n, m = self._registry.counts()
-        observed = int(self._row_counts(np.arange(m), n)[1].sum()) if n and m else 0
+        observed = int(row_counts(self._arrays(), np.arange(m), n, self._chunks())[1].sum()) if n and m else 0
         sorts = self._registry.sorts()
         return {
             "n": n,

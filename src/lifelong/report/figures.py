@@ -1,0 +1,177 @@
+"""The report's figures over several runs: error vs cFLOP with the Pareto front, error per task, regret, slices.
+
+Every string that comes from runs (ids, learners, task names, domains) is drawn as plain text (no mathtext).
+The drawing helpers (figures, legends, PNG output) are in `lifelong.report.plots`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from matplotlib.lines import Line2D
+from matplotlib.ticker import NullFormatter
+
+from lifelong.metrics.analysis import records_of_type
+from lifelong.report.plots import (
+    keep_axes_size,
+    keep_task_axes,
+    new_figure,
+    note,
+    outside_legend,
+    save_png,
+    set_task_ticks,
+    task_figure,
+    wrap_label,
+)
+from lifelong.report.runs import Run, group_label, group_runs, line_color
+
+MARKERS = "osD^vP*Xph"
+
+
+def plot_error_vs_cflop(runs: Sequence[Run], fronts: dict[tuple[str, Any], list[Run]], path: Path) -> Path:
+    """Scatter of meta-test error against cFLOP (log x; symlog when a run has 0 FLOPs), Pareto front dashed."""
+    fig, ax = new_figure(8.0, 5.0)
+    learners = list(dict.fromkeys(r.row["learner"] for r in runs))
+    groups = list(group_runs(runs))
+    scored = [r for r in runs if r.row["meta_test_mean_error"] is not None]
+    for run in scored:
+        x, y = run.row["cflop"], run.row["meta_test_mean_error"]
+        color, marker = line_color(learners.index(run.row["learner"])), MARKERS[groups.index(run.group) % len(MARKERS)]
+        ax.scatter([x], [y], color=color, marker=marker, s=40, zorder=3)
+    for front in fronts.values():
+        if front:
+            xs = [r.row["cflop"] for r in front]
+            ys = [r.row["meta_test_mean_error"] for r in front]
+            ax.step(xs, ys, where="post", color="0.3", linestyle="--", linewidth=1, zorder=2)
+    cflops = [r.row["cflop"] for r in scored]
+    positive = [c for c in cflops if c > 0]
+    if cflops and len(positive) == len(cflops):
+        ax.set_xscale("log")
+        low, high = ax.get_xlim()
+        if np.log10(high / low) >= 1.0:  # a decade or more: label the powers of ten only, minor labels collide
+            ax.xaxis.set_minor_formatter(NullFormatter())
+    elif cflops:
+        ax.set_xscale("symlog", linthresh=min(positive, default=1.0))
+    _annotate_runs(ax, scored)
+    handles = [
+        Line2D([], [], color=line_color(i), marker="o", linestyle="", label=name) for i, name in enumerate(learners)
+    ]
+    if len(groups) > 1:
+        handles += [
+            Line2D([], [], color="0.3", marker=MARKERS[i % len(MARKERS)], linestyle="", label=group_label(g))
+            for i, g in enumerate(groups)
+        ]
+    handles.append(Line2D([], [], color="0.3", linestyle="--", label="Pareto front"))
+    outside_legend(ax, handles=handles, fontsize=8)
+    if not scored:
+        note(ax, "no run evaluated meta-test tasks")
+    ax.set_xlabel("cFLOP: training FLOPs over the whole stream")
+    ax.set_ylabel("E: mean error over meta-test tasks")
+    ax.set_title("error vs compute")
+    ax.grid(alpha=0.3)
+    keep_axes_size(fig, ax, 5.5, 3.5)
+    return save_png(fig, path)
+
+
+def _annotate_runs(ax: Any, runs: Sequence[Run]) -> None:
+    """Each point's run id beside it; to the left of points in the right half, so that it stays in the axes."""
+    ax.autoscale_view()
+    for run in runs:
+        x, y = run.row["cflop"], run.row["meta_test_mean_error"]
+        left = ax.transLimits.transform(ax.transScale.transform((x, y)))[0] > 0.5
+        ax.annotate(
+            run.id,
+            (x, y),
+            xytext=(-4 if left else 4, 4),
+            textcoords="offset points",
+            ha="right" if left else "left",
+            fontsize=7,
+            parse_math=False,
+        )
+
+
+def plot_task_errors(runs: Sequence[Run], path: Path) -> Path:
+    """Error of each evaluated task, one line per run, tasks in stream order (the union over the runs)."""
+    uids = list(dict.fromkeys(str(r["task"]) for run in runs for r in records_of_type(run.data.records, "predict")))
+    position = {uid: i for i, uid in enumerate(uids)}
+    fig, ax = task_figure(len(uids))
+    for i, run in enumerate(runs):
+        scored = [r for r in records_of_type(run.data.records, "predict") if r.get("error") is not None]
+        xs, ys = [position[str(r["task"])] for r in scored], [float(r["error"]) for r in scored]
+        ax.plot(xs, ys, marker="o", markersize=3, linewidth=1, color=line_color(i), label=run.id)
+    set_task_ticks(ax, uids)
+    ax.set_ylim(0.0, 1.05)
+    ax.set_ylabel("error (1 - accuracy or 1 - mAP)")
+    ax.set_title(f"error per task: {group_label(runs[0].group)}", parse_math=False)
+    if uids:
+        outside_legend(ax, fontsize=7)
+    else:
+        note(ax, "no predict records")
+    ax.grid(axis="y", alpha=0.3)
+    keep_task_axes(fig, ax)
+    return save_png(fig, path)
+
+
+def plot_regret(curves: Sequence[tuple[str, np.ndarray]], reference: Run, path: Path) -> Path:
+    """Regret curves R(t) of runs against the reference run (at least one); below zero the run made fewer errors."""
+    fig, ax = new_figure(8.0, 4.5)
+    for i, (run_id, curve) in enumerate(curves):
+        ax.plot(
+            range(1, len(curve) + 1), curve, marker="o", markersize=3, linewidth=1, color=line_color(i), label=run_id
+        )
+    ax.axhline(0.0, color="0.5", linewidth=0.8)
+    outside_legend(ax, fontsize=8)
+    ax.set_xlabel("tasks evaluated (stream order)")
+    ax.set_ylabel("R(t): cumulative error difference")
+    ax.set_title(wrap_label(f"regret against {reference.id}", 80), parse_math=False)
+    ax.grid(alpha=0.3)
+    keep_axes_size(fig, ax, 5.5, 3.0)
+    return save_png(fig, path)
+
+
+def _slice_order(key: str, label: str) -> tuple[Any, ...]:
+    """Sort key of a slice label as `slices` writes it: size bins by their lower edge ('< 1,000' first, then
+    '1,000-10,000', then '>= 10,000'), resolutions by value, domains by name with '(none)' last."""
+    if key == "domain":
+        return (label == "(none)", label)
+    text = label.replace(",", "").strip()
+    if text.startswith("<"):
+        return (0, -math.inf, label)
+    text = text.removeprefix(">=").strip()
+    try:
+        return (0, float(text if key == "resolution" else text.split("-", 1)[0] or text), label)
+    except ValueError:
+        return (1, 0.0, label)  # not a label `slices` writes: after the others, by name
+
+
+def slice_labels(per_run: Sequence[tuple[str, dict[str, dict[str, Any]]]], key: str) -> list[str]:
+    """The slices of all runs, in slice order (not in order of first appearance: a run may lack small tasks)."""
+    labels = {label for _, by_slice in per_run for label in by_slice}
+    return sorted(labels, key=lambda label: _slice_order(key, label))
+
+
+def plot_slices(per_run: Sequence[tuple[str, dict[str, dict[str, Any]]]], key: str, path: Path) -> Path:
+    """Grouped bars: mean error per slice (x), one bar per run."""
+    labels = slice_labels(per_run, key)
+    width = 0.8 / max(len(per_run), 1)
+    fig, ax = new_figure(min(40.0, max(6.0, 0.3 * len(labels) * max(len(per_run), 2) + 2.0)), 4.5)
+    for i, (run_id, by_slice) in enumerate(per_run):
+        xs = [labels.index(label) + (i - (len(per_run) - 1) / 2) * width for label in by_slice]
+        ys = [s["mean_error"] for s in by_slice.values()]
+        ax.bar(xs, ys, width=width, color=line_color(i), label=run_id)
+    ax.set_xticks(range(len(labels)), labels, rotation=45 if len(labels) > 6 else 0, fontsize=8, parse_math=False)
+    ax.set_ylim(0.0, 1.05)
+    ax.set_ylabel("mean error")
+    ax.set_title(f"mean error by {key}")
+    if labels:
+        outside_legend(ax, fontsize=7)
+    else:
+        note(ax, "no evaluated tasks")
+    ax.grid(axis="y", alpha=0.3)
+    width, _ = fig.get_size_inches()
+    keep_axes_size(fig, ax, width - 2.0, 2.8)
+    return save_png(fig, path)

@@ -1,0 +1,214 @@
+"""The runs of a report: what was read from each run folder, its status, groups and the page's table rows.
+
+A run's status is 'finished', or failed, interrupted or incomplete as the run folder's summary.json and the
+results database beside the folder (results.sqlite, opened read-only) tell it. Runs are comparable only over
+the same stream and evaluation split; `groups` and `pareto_fronts` go by that. The table rows are formatted
+strings, ready for the page's template.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from lifelong.metrics.analysis import aggregate_seeds, forward_transfer_details, pareto_front, records_of_type
+from lifelong.results import DB_FILE, RunData
+
+REFERENCE_LEARNER = "independent"
+SUMMARY_FILE = "summary.json"
+FINISHED = "finished"
+
+
+@dataclass
+class Run:
+    """A run of the report: what was read from its folder and its table row."""
+
+    data: RunData
+    row: dict[str, Any]
+    status: str = FINISHED
+
+    @property
+    def id(self) -> str:
+        return self.row["run_id"]
+
+    @property
+    def finished(self) -> bool:
+        return self.status == FINISHED
+
+    @property
+    def is_matrix(self) -> bool:
+        """A run that evaluates every task after each training event (CLEAR-style: an accuracy matrix)."""
+        return self.data.info["stream"].get("evaluation") == "all"
+
+    @property
+    def group(self) -> tuple[str, Any]:
+        """Runs are comparable only over the same stream and evaluation split."""
+        return self.row["stream"], self.row["eval_split"]
+
+
+def _db_status(data: RunData) -> tuple[str, dict[str, Any]] | None:
+    """(status, summary) of the run in the results database beside its folder (read-only), None if unknown."""
+    path = data.path.parent / DB_FILE
+    if not path.is_file():
+        return None
+    try:
+        con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=2.0)
+        try:
+            row = con.execute("SELECT status, summary FROM runs WHERE run_id = ?", (data.run_id,)).fetchone()
+        finally:
+            con.close()
+        if row is None:
+            return None
+        summary = json.loads(row[1]) if row[1] else {}
+    except (sqlite3.Error, ValueError):
+        return None  # not a results database we can read: the folder's files decide alone
+    return str(row[0]), summary if isinstance(summary, dict) else {}
+
+
+def run_status(data: RunData) -> str:
+    """'finished', or what is known of a run that did not finish, from summary.json and the results database.
+
+    A run is unfinished when the database says failed or interrupted, when summary.json says it stopped before
+    the last event (events_done < events_total), or when there is no summary.json (still running, or killed).
+    """
+    db = _db_status(data)
+    recorded = f"{len(data.records)} events recorded"
+    if db is not None and db[0] == "failed":
+        error = str(db[1].get("error") or "").strip()
+        return f"failed ({recorded})" + (f": {error[:200]}" if error else "")
+    if db is not None and db[0] == "interrupted":
+        return f"interrupted ({recorded})"
+    summary_path = data.path / SUMMARY_FILE
+    if not summary_path.is_file():
+        return f"incomplete: no {SUMMARY_FILE}, {recorded} (still running, or killed)"
+    try:
+        summary = json.loads(summary_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return f"incomplete: {SUMMARY_FILE} unreadable, {recorded}"
+    if not isinstance(summary, dict):
+        summary = {}
+    done, total = summary.get("events_done"), summary.get("events_total")
+    if isinstance(done, int) and isinstance(total, int) and done < total:
+        return f"interrupted after {done} of {total} events"
+    return FINISHED
+
+
+def line_color(i: int) -> str:
+    return f"C{i % 10}"
+
+
+def _format(value: float | None, spec: str) -> str:
+    return "n/a" if value is None else format(value, spec)
+
+
+def _mean_std(mean: float | None, std: float | None, spec: str) -> str:
+    return _format(mean, spec) + ("" if std is None else f" ± {format(std, spec)}")
+
+
+def group_label(group: tuple[str, Any]) -> str:
+    stream, split = group
+    return stream if split is None else f"{stream} ({split})"
+
+
+def group_runs(runs: Sequence[Run]) -> dict[tuple[str, Any], list[Run]]:
+    """Runs by (stream, eval split), in order of first appearance."""
+    groups: dict[tuple[str, Any], list[Run]] = {}
+    for run in runs:
+        groups.setdefault(run.group, []).append(run)
+    return groups
+
+
+def pick_reference(runs: Sequence[Run], reference: str | None) -> Run:
+    """The run named `reference` (a run id, else a learner: its first run); default: the first Independent run."""
+    if reference is None:
+        return next((r for r in runs if r.row["learner"] == REFERENCE_LEARNER), runs[0])
+    for key in ("run_id", "learner"):
+        match = next((r for r in runs if r.row[key] == reference), None)
+        if match is not None:
+            return match
+    raise ValueError(
+        f"reference {reference!r} is neither a run id nor a learner of the runs given; "
+        f"run ids: {[r.id for r in runs]}, learners: {sorted({r.row['learner'] for r in runs})}"
+    )
+
+
+def pareto_fronts(runs: Sequence[Run]) -> dict[tuple[str, Any], list[Run]]:
+    """Per (stream, eval split), the runs on the Pareto front of (cFLOP, meta-test error), cheapest first."""
+    fronts = {}
+    for group, members in group_runs(runs).items():
+        scored = [r for r in members if r.row["meta_test_mean_error"] is not None]
+        points = [(r.row["cflop"], r.row["meta_test_mean_error"]) for r in scored]
+        fronts[group] = [scored[i] for i in pareto_front(points)]
+    return fronts
+
+
+def forward_transfer_rows(runs: Sequence[Run]) -> tuple[list[dict[str, str]], list[str]]:
+    """Forward transfer per run and repeated dataset, and notes on the datasets left out."""
+    rows, notes = [], []
+    for run in runs:
+        values, skipped = forward_transfer_details(run.data.records)
+        rows += [{"run_id": run.id, "dataset": name, "ft": f"{ft:+.3f}"} for name, ft in values.items()]
+        notes += [f"{run.id}: {name}: {why}" for name, why in skipped.items()]
+    return rows, notes
+
+
+def _tasks_evaluated(run: Run) -> str:
+    """The 'tasks evaluated' cell: evaluated / stream tasks (and meta-test ones where the stream has a meta-test
+    part); for an accuracy-matrix run, its buckets and evaluations ('10 buckets, 10 × 10 evaluations')."""
+    row, stream = run.row, run.data.info["stream"]
+    if run.is_matrix:
+        cells = [r for r in records_of_type(run.data.records, "predict") if r.get("after_task_index") is not None]
+        steps = len({r["after_task_index"] for r in cells})
+        n = row["num_tasks"]
+        if len(cells) == steps * n:
+            return f"{n} buckets, {steps} × {n} evaluations"
+        return f"{n} buckets, {len(cells)} evaluations after {steps} training events"
+    text = f"{row['num_evaluated']} / {row['num_tasks']}"
+    if "meta_test_from_year" in stream and stream["meta_test_from_year"] is None:
+        return text  # the stream has no meta-test part
+    return f"{text} ({row['num_meta_test']} meta-test)"
+
+
+def table_rows(runs: Sequence[Run], fronts: dict[tuple[str, Any], list[Run]]) -> list[dict[str, Any]]:
+    """The runs table, formatted; `finished` marks the rows whose status needs attention."""
+    on_front = {r.id for front in fronts.values() for r in front}
+    return [
+        {
+            "run_id": r.id,
+            "status": r.status,
+            "finished": r.finished,
+            "learner": r.row["learner"],
+            "seed": str(r.row["seed"]),
+            "stream": group_label(r.group),
+            "error": _format(r.row["meta_test_mean_error"], ".4f"),
+            "cflop": _format(r.row["cflop"], ".3g"),
+            "tasks": _tasks_evaluated(r),
+            "pareto": "yes" if r.id in on_front else "",
+        }
+        for r in runs
+    ]
+
+
+def seed_rows(runs: Sequence[Run]) -> list[dict[str, Any]]:
+    """Mean ± std over seeds per (stream, learner), formatted: the number of seeds, their ids, unfinished runs."""
+    rows = []
+    for g in aggregate_seeds(r.row for r in runs):
+        members = [r for r in runs if (*r.group, r.row["learner"]) == (g["stream"], g["eval_split"], g["learner"])]
+        unfinished = [str(r.row["seed"]) for r in members if not r.finished]
+        rows.append(
+            {
+                "stream": group_label((g["stream"], g["eval_split"])),
+                "learner": g["learner"],
+                "num_seeds": str(len(g["seeds"])),
+                "seeds": ", ".join(map(str, g["seeds"])),
+                "unfinished": f"not finished: seed{'s' * (len(unfinished) > 1)} {', '.join(unfinished)}"
+                if unfinished
+                else "",
+                "error": _mean_std(g["meta_test_mean_error_mean"], g["meta_test_mean_error_std"], ".4f"),
+                "cflop": _mean_std(g["cflop_mean"], g["cflop_std"], ".3g"),
+            }
+        )
+    return rows
