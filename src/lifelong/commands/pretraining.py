@@ -11,6 +11,7 @@ from typing import Any
 from lifelong.core.progress import progress_bar
 from lifelong.suites.clear import temporal_source
 from lifelong.training.encoders import save_encoder
+from lifelong.training.independent_recipe import IndependentConfig
 from lifelong.training.loop import TrainProgress, set_torch_threads
 from lifelong.training.pretrain import load_pretrained, pretrain
 from lifelong.training.ssl import pretrain_simclr
@@ -28,7 +29,7 @@ def pretrain_command(
     show_progress: bool = True,
 ) -> dict[str, Any]:
     """What `lifelong pretrain` runs: pretrain with a progress bar, then return the checkpoint's summary."""
-    trials = int(dict(recipe or {}).get("trials", 1))
+    trials = int(dict(recipe or {}).get("trials", IndependentConfig.trials))
     with progress_bar(show_progress, trials * epochs, description=f"pretrain {architecture} on {source}") as bar:
 
         def progress(record: TrainProgress) -> None:

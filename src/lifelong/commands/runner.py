@@ -121,7 +121,7 @@ def _execute_held(spec: RunSpec, metrics: Sequence[Metric]) -> dict:
     def save_predictions(record: dict, scores: np.ndarray, labels: np.ndarray) -> None:
         """predictions/event<index>-<task>.npz: the raw test scores (float32) and labels, as the reference keeps."""
         buffer = io.BytesIO()
-        np.savez_compressed(buffer, scores=scores.astype(np.float32), labels=labels)
+        np.savez(buffer, scores=scores.astype(np.float32), labels=labels)  # float scores barely compress
         name = f"event{record['event']:04d}-{record['task']}.npz"
         atomic_write_bytes(folder_path / PREDICTIONS_DIR / name, buffer.getvalue())
 

@@ -13,7 +13,6 @@ LEARNERS = "lifelong.learners"
 STREAMS = "lifelong.streams"
 TEMPORAL_SOURCES = "lifelong.temporal_sources"
 METRICS = "lifelong.metrics"
-GROUPS = (LEARNERS, STREAMS, TEMPORAL_SOURCES, METRICS)
 
 
 class PluginError(ValueError):
@@ -40,10 +39,6 @@ class Registry:
 
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and name in self._entries()
-
-    def target(self, name: str) -> str:
-        """The `module:attribute` a name points at."""
-        return self._entry(name).value
 
     def load(self, name: str) -> Any:
         """The object registered as `name` (imported on use, so listing names imports nothing)."""

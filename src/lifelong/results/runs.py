@@ -106,7 +106,8 @@ def run_folders(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
 
 def load_matrix_runs(run_dirs: Iterable[str | os.PathLike[str]]) -> list[dict]:
     """Finished accuracy-matrix runs from run folders (or their parent folder), for a seed summary of one group."""
-    named = {Path(p) for p in run_dirs if (Path(p) / RUN_FILE).is_file()}
+    run_dirs = [Path(p) for p in run_dirs]  # read twice below: a generator would be spent after the first
+    named = {p for p in run_dirs if (p / RUN_FILE).is_file()}
     results = []
     for folder in run_folders(run_dirs):
         summary_path = folder / "summary.json"

@@ -19,12 +19,11 @@ STREAMS = Registry(plugins.STREAMS, "stream")
 TEMPORAL_SOURCES = Registry(plugins.TEMPORAL_SOURCES, "temporal source")
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".toml")
 TIMESTAMPED_SUFFIX = ".csv"
-KINDS = ("named", "temporal", "timestamped-csv", "manifest")
 
 
 @dataclass(frozen=True)
 class StreamName:
-    """A classified `--stream` value: `kind` is one of KINDS, `value` the name or path as given."""
+    """A classified `--stream` value, `value` as given; `kind`: named, temporal, timestamped-csv or manifest."""
 
     value: str
     kind: str
