@@ -76,10 +76,12 @@ def generate(folder: Path, rank_models: int, eval_models: int, n: int, seed: int
 
 
 def base_sort(folder: Path, budget: int) -> dict:
-    """Dense matrix, column sums, full stable argsort (descending sum, ties by sample id)."""
+    """Dense matrix, column sums, full lexsort (descending sum, ties by the samples' fixed tie keys)."""
+    from lifelong.sortsearch.sort import tie_keys
+
     A = np.load(folder / "rank_dense.npy")
     sums = A.sum(axis=0).astype(np.int64)
-    return {"order": np.argsort(-sums, kind="stable")}
+    return {"order": np.lexsort((tie_keys(sums.size), -sums))}
 
 
 def base_search(folder: Path, budget: int) -> dict:

@@ -13,15 +13,33 @@ from lifelong.sortsearch.sort import (
     sort_by_confidence,
     sort_by_sum,
     sort_recursive,
+    tie_keys,
 )
 
 
+def splitmix64(j: int) -> int:
+    """Vigna's splitmix64 output for state (j + 1) * golden gamma, in Python integers (written independently)."""
+    mask = (1 << 64) - 1
+    z = ((j + 1) * 0x9E3779B97F4A7C15) & mask
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
+    return z ^ (z >> 31)
+
+
 def reference_order(keys: np.ndarray) -> np.ndarray:
-    """Descending keys, ties by ascending id, written independently."""
-    return np.array(sorted(range(keys.size), key=lambda j: (-keys[j], j)))
+    """Descending keys, ties by the sample's splitmix64 tie key, written independently."""
+    return np.array(sorted(range(keys.size), key=lambda j: (-keys[j], splitmix64(j))))
 
 
-def test_sort_by_sum_ties_by_id_dense_and_packed() -> None:
+def test_tie_keys_are_splitmix64_and_a_bijection() -> None:
+    keys = tie_keys(1000)
+    assert [int(k) for k in keys[:50]] == [splitmix64(j) for j in range(50)]
+    assert int(keys[999]) == splitmix64(999)
+    assert np.unique(keys).size == 1000
+    assert np.array_equal(tie_keys(1200)[:1000], keys)  # a sample's key never changes as the benchmark grows
+
+
+def test_sort_by_sum_ties_by_tie_key_dense_and_packed() -> None:
     A = (np.random.default_rng(0).random((5, 300)) < 0.5).astype(np.uint8)  # 6 distinct sums: many ties
     order = sort_by_sum(A)
     assert order.dtype == np.int32
@@ -45,7 +63,8 @@ def test_sum_sort_recovers_planted_steps() -> None:
 
 def test_descending_order_handles_floats_and_rejects_nan() -> None:
     keys = np.array([0.5, 0.7, 0.5, 1.0, -0.0, 0.0])
-    assert np.array_equal(descending_order(keys), [3, 1, 0, 2, 4, 5])
+    assert np.array_equal(descending_order(keys), reference_order(keys))
+    assert set(descending_order(keys)[:2]) == {3, 1} and set(descending_order(keys)[2:4]) == {0, 2}
     with pytest.raises(ValueError, match="finite"):
         descending_order(np.array([0.1, np.nan]))
 
@@ -53,7 +72,7 @@ def test_descending_order_handles_floats_and_rejects_nan() -> None:
 def test_sort_by_confidence_array_and_chunks() -> None:
     rng = np.random.default_rng(2)
     C = rng.random((7, 50))
-    C[:, 10] = C[:, 20]  # an exact tie: smaller id first
+    C[:, 10] = C[:, 20]  # an exact tie: by tie key
     expected = reference_order(C.sum(axis=0))
     assert np.array_equal(sort_by_confidence(C), expected)
     assert np.array_equal(sort_by_confidence(C, chunk=2), expected)
@@ -88,8 +107,9 @@ def test_recursive_sort_reorders_only_within_equal_sum_blocks() -> None:
 
 
 def test_recursive_sort_uses_thresholds_inside_the_block() -> None:
-    # columns 0, 1, 4, 5 share sum 1; model X's DP cut (k=4) falls inside that block, so the block is re-sorted by
-    # X's outcomes (1 and 4 before 0 and 5); Y's cut (k=1) and Z's (k=0) lie on block edges and have no say
+    # columns 0, 1, 4, 5 share sum 1 and tie in the order of their tie keys (4, 5, 1, 0); model X reads 1, 0, 1, 0
+    # there, so its DP cut (k=2) falls inside the block, which is re-sorted by X's outcomes (4 and 1 before 5 and 0,
+    # each pair still in tie-key order); Y's cut (k=1) and Z's (k=0) lie on block edges and have no say
     A = np.array(
         [
             [0, 1, 1, 0, 1, 0],  # X
@@ -98,9 +118,10 @@ def test_recursive_sort_uses_thresholds_inside_the_block() -> None:
         ],
         np.uint8,
     )
-    assert np.array_equal(sort_by_sum(A), [2, 0, 1, 4, 5, 3])
-    assert np.array_equal(optimal_thresholds(A, sort_by_sum(A)).k, [4, 1, 0])
-    assert np.array_equal(sort_recursive(A), [2, 1, 4, 0, 5, 3])
+    assert [splitmix64(j) for j in (4, 5, 1, 0)] == sorted(splitmix64(j) for j in (0, 1, 4, 5))
+    assert np.array_equal(sort_by_sum(A), [2, 4, 5, 1, 0, 3])
+    assert np.array_equal(optimal_thresholds(A, sort_by_sum(A)).k, [2, 1, 0])
+    assert np.array_equal(sort_recursive(A), [2, 4, 1, 5, 0, 3])
     assert step_error(A, sort_recursive(A)) < step_error(A, sort_by_sum(A))
     # a cut on a block edge only: nothing moves
     B = np.array([[1, 1, 0, 0], [1, 1, 1, 0]], np.uint8)  # cuts at k=2 and k=3: both on block edges
@@ -108,6 +129,7 @@ def test_recursive_sort_uses_thresholds_inside_the_block() -> None:
 
 
 def test_model_order_most_accurate_first() -> None:
-    assert np.array_equal(model_order([0.5, 0.9, 0.5, 0.1]), [1, 0, 2, 3])
+    assert splitmix64(2) < splitmix64(0)  # the tied models 0 and 2 in tie-key order
+    assert np.array_equal(model_order([0.5, 0.9, 0.5, 0.1]), [1, 2, 0, 3])
     with pytest.raises(ValueError, match="1-D"):
         model_order(np.zeros((2, 2)))

@@ -33,13 +33,14 @@ sampled accuracy c/n', with the finite-population correction; it ignores the ord
 proven (`interval_coverage`, benchmarks/bench_beyond.py). At n' = n every method returns the exact accuracy with zero
 width. `sampling` tells the design ("uniform" or "random"); the store keeps which one each estimate used.
 
-Caveat (systematic samples): successive differences assume that neighbours in the order say how much an item
-differs from the items it stands for. Within ties the order is by sample id; when the samples are equal-size
-corrupted copies of one test set stored domain after domain, a uniform step that divides the domain size picks the
-same base images in every domain, whose outcomes are correlated, and the variance is underestimated. Measured on a
-160-model Fashion-MNIST zoo (16 x 1,000 samples): 94-97.5% coverage at every other n' tried (8 to 8,000), 90% at
-n' = 4,096 (the step 16,000 / 4,096 = 125 / 32 repeats every 125 samples, which divides 1,000); 94% with ties in
-a random order.
+Systematic samples and ties: successive differences assume that neighbours in the order say how much an item
+differs from the items it stands for. Samples tie often (at most m + 1 distinct sums); ordered by sample id, ties
+carry the dataset's layout, and when the samples are equal-size corrupted copies of one test set stored domain
+after domain, a uniform step that divides the domain size picks the same base images in every domain, whose
+outcomes are correlated, so the variance is underestimated (90% coverage at n' = 4,096 on a 160-model
+Fashion-MNIST zoo of 16 x 1,000 samples, step 125 / 32). `sort.tie_keys` orders ties by a fixed hash of the id
+instead, which keeps every order deterministic and removes the resonance (95.8, 94.5, 96.0, 96.8% at n' = 8, 128,
+1,024, 4,096 on that zoo).
 """
 
 from __future__ import annotations

@@ -1,7 +1,12 @@
 """Sort: rank samples easy -> hard from the ranking models (spec section 2), and order models for sample insertion.
 
-Every order is a permutation of sample (or model) ids, int32 while it fits; ties always go to the smaller id, so
-the same matrix gives the same order.
+Every order is a permutation of sample (or model) ids, int32 while it fits, and the same matrix gives the same
+order. Ties between samples are broken by a fixed pseudo-random key of each sample id (`tie_keys`, splitmix64 of the
+id), not by the id itself: samples with equal keys are exchangeable for the ranking models, while ids carry the
+dataset's layout (e.g. corrupted copies of one test set stored domain after domain), which an id-ordered tie puts
+in step with the evenly spread positions of uniform sampling and biases the systematic-sample variance of the
+intervals (measured in benchmarks/bench_beyond.py). The key of an id never changes, so the relative order of two
+tied samples survives the benchmark growing. Model orders (models as the columns) follow the same rule.
 """
 
 from __future__ import annotations
@@ -22,13 +27,26 @@ def _index_dtype(n: int) -> type[np.signedinteger]:
     return np.int32 if n <= np.iinfo(np.int32).max else np.int64
 
 
+_MIX1, _MIX2, _GOLDEN = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB), np.uint64(0x9E3779B97F4A7C15)
+
+
+def tie_keys(n: int) -> np.ndarray:
+    """The tie-break key of sample ids 0..n-1: splitmix64(id), uint64 (a fixed bijection of the id)."""
+    z = (np.arange(int(n), dtype=np.uint64) + np.uint64(1)) * _GOLDEN
+    z = (z ^ (z >> np.uint64(30))) * _MIX1
+    z = (z ^ (z >> np.uint64(27))) * _MIX2
+    return z ^ (z >> np.uint64(31))
+
+
 def descending_order(keys: Any) -> np.ndarray:
-    """Ids sorted by key, largest first; equal keys keep ascending id order (stable, deterministic)."""
+    """Ids sorted by key, largest first; equal keys in the order of their ids' `tie_keys` (deterministic)."""
     keys = np.asarray(keys)
     if keys.ndim != 1:
         raise ValueError(f"sort keys must be 1-D; got shape {keys.shape}")
     if keys.size == 0:
         return np.zeros(0, np.int32)
+    first = np.argsort(tie_keys(keys.size))  # tie keys are distinct: any sort gives this permutation
+    keys = keys[first]
     if np.issubdtype(keys.dtype, np.integer) or keys.dtype == np.bool_:
         keys = keys.astype(np.int64)
         span = int(keys.max()) - int(keys.min())
@@ -39,7 +57,7 @@ def descending_order(keys: Any) -> np.ndarray:
         if not np.all(np.isfinite(keys)):
             raise ValueError("sort keys must be finite (found NaN or infinity)")
         order = np.argsort(-keys.astype(np.float64), kind="stable")
-    return order.astype(_index_dtype(keys.size))
+    return first[order].astype(_index_dtype(keys.size))
 
 
 def sort_by_sum(A: Any) -> np.ndarray:
@@ -118,12 +136,12 @@ def sort_recursive(A: Any, levels: int = 2) -> np.ndarray:
         key = np.empty(n, np.int64)
         key[order] = extra
         keys.append(key)
-        order = np.lexsort([-key for key in reversed(keys)]).astype(order.dtype)  # stable: ties keep id order
+        order = np.lexsort([tie_keys(n), *(-key for key in reversed(keys))]).astype(order.dtype)  # ties: tie_keys
     return order
 
 
 def model_order(accuracies: Any) -> np.ndarray:
-    """Model order for sample insertion: most accurate first (ties: smaller model id first)."""
+    """Model order for sample insertion: most accurate first (ties by the models' `tie_keys`)."""
     acc = np.asarray(accuracies)
     if acc.ndim != 1:
         raise ValueError(f"accuracies must be 1-D (one per model); got shape {acc.shape}")
