@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from lifelong.commands.bench import bench_app
+from lifelong.commands.cog import cog_app
 from lifelong.commands.terminal import console, fail
 
 app = typer.Typer(
@@ -23,6 +24,7 @@ data_app = typer.Typer(help="Look at data sources.", no_args_is_help=True)
 app.add_typer(data_app, name="data")
 DATA_ROOT_HELP = "Datasets folder (default: $LIFELONG_DATA, else ~/.lifelong/data)."
 app.add_typer(bench_app, name="bench")
+app.add_typer(cog_app, name="cog")
 
 
 def _parse_options(pairs: list[str]) -> dict:
