@@ -1,0 +1,151 @@
+"""ImageNet-style concept folders (spec/imagenet_cog.md section 2): `root/<wnid>/<image files>` -> seeded splits.
+
+Labels follow the sorted wnids, so train and test (and every level scanned the same way) share one label order.
+Each concept gives `test_per_class` test images drawn with a seed derived from its wnid (a concept's split does
+not depend on which other concepts are present); the rest are training images. Only file lists and labels are
+returned: the images are decoded later, batch by batch, by feature extraction.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from lifelong.concepts.wnids import UnknownConceptError, check_wnid, imagenet1k, imagenet21k
+from lifelong.core.seeds import derive_seed
+from lifelong.data.images import IMAGE_SUFFIXES, is_image_file
+
+TEST_PER_CLASS = 50
+IMAGENET = "imagenet"  # `known=` default: the wnids of ImageNet-21K fall 2011 and ImageNet-1K
+
+
+class TooFewImagesError(ValueError):
+    """A concept folder with fewer images than its test split plus the minimum training images."""
+
+
+@dataclass(frozen=True)
+class ConceptSplits:
+    """File lists and labels of one set of concepts; label k is `wnids[k]` (sorted)."""
+
+    root: Path
+    wnids: tuple[str, ...]
+    train_files: list[str]
+    train_labels: np.ndarray
+    test_files: list[str]
+    test_labels: np.ndarray
+    seed: int
+    test_per_class: int
+
+    def split(self, name: str) -> tuple[list[str], np.ndarray]:
+        """(files, labels) of split "train" or "test"."""
+        if name == "train":
+            return self.train_files, self.train_labels
+        if name == "test":
+            return self.test_files, self.test_labels
+        raise ValueError(f"unknown split {name!r}; choose 'train' or 'test'")
+
+
+def _known_wnids(known: Collection[str] | str | None) -> Collection[str] | None:
+    if known == IMAGENET:
+        return set(imagenet21k()) | set(imagenet1k())
+    if isinstance(known, str):
+        raise ValueError(f"known must be {IMAGENET!r}, a collection of wnids or None, got {known!r}")
+    return known
+
+
+def _concept_dirs(root: Path, wnids: Sequence[str] | None) -> dict[str, Path]:
+    """wnid -> folder: the requested concepts (each must exist), else every visible sub-folder of root."""
+    if wnids is not None:
+        requested = sorted({check_wnid(w, "requested concept") for w in wnids})
+        missing = [w for w in requested if not (root / w).is_dir()]
+        if missing:
+            shown = ", ".join(missing[:10]) + (f" and {len(missing) - 10} more" if len(missing) > 10 else "")
+            raise FileNotFoundError(
+                f"{len(missing)} requested concept(s) have no folder under {root}: {shown}; "
+                "add root/<wnid>/ folders or leave those wnids out"
+            )
+        return {w: root / w for w in requested}
+    dirs: dict[str, Path] = {}
+    with os.scandir(root) as entries:
+        for entry in entries:
+            if entry.name.startswith(".") or not entry.is_dir():
+                continue
+            dirs[check_wnid(entry.name, f"concept folder {os.path.join(root, entry.name)!r}")] = Path(entry.path)
+    if not dirs:
+        raise FileNotFoundError(f"{root} has no concept folders; expected root/<wnid>/<image files>, e.g. n01440764/")
+    return dict(sorted(dirs.items()))
+
+
+def _image_files(folder: Path) -> list[str]:
+    with os.scandir(folder) as entries:
+        return sorted(e.path for e in entries if e.is_file() and is_image_file(Path(e.name)))
+
+
+def scan_concept_folders(
+    root: str | os.PathLike,
+    *,
+    seed: int = 0,
+    test_per_class: int = TEST_PER_CLASS,
+    min_train: int = 1,
+    wnids: Sequence[str] | None = None,
+    known: Collection[str] | str | None = IMAGENET,
+) -> ConceptSplits:
+    """Scan `root/<wnid>/*` (image suffixes, any case; hidden files ignored) and split each concept, seeded.
+
+    `wnids`: the concepts to use (e.g. one level's), each needing a folder; default every sub-folder, each of
+    which must be named by a wnid. `known`: wnids accepted (default ImageNet-21K fall 2011 + 1K; None: any
+    well-formed wnid). A concept with fewer than `test_per_class + min_train` images is an error naming it.
+    """
+    root = Path(root)
+    if not root.is_dir():
+        raise FileNotFoundError(f"concept folder root not found: {str(root)!r}; expected root/<wnid>/<image files>")
+    if test_per_class < 1 or min_train < 1:
+        raise ValueError(f"test_per_class and min_train must be >= 1, got {test_per_class} and {min_train}")
+    folders = _concept_dirs(root, wnids)
+    accepted = _known_wnids(known)
+    if accepted is not None:
+        unknown = [w for w in folders if w not in accepted]
+        if unknown:
+            raise UnknownConceptError(
+                f"concept folder(s) {', '.join(str(folders[w]) for w in unknown[:10])} name(s) wnids outside "
+                "ImageNet-21K fall 2011 and ImageNet-1K; rename them, or pass known=None to accept any wnid"
+            )
+    need = test_per_class + min_train
+    train_files: list[str] = []
+    train_labels: list[np.ndarray] = []
+    test_files: list[str] = []
+    test_labels: list[np.ndarray] = []
+    too_few: list[str] = []
+    for label, (wnid, folder) in enumerate(folders.items()):
+        files = _image_files(folder)
+        if len(files) < need:
+            too_few.append(f"{wnid} ({folder}) has {len(files)}")
+            continue
+        order = np.random.default_rng(derive_seed(seed, int(wnid[1:]))).permutation(len(files))
+        is_test = np.zeros(len(files), dtype=bool)
+        is_test[order[:test_per_class]] = True
+        test_files.extend(f for f, t in zip(files, is_test, strict=True) if t)
+        train_files.extend(f for f, t in zip(files, is_test, strict=True) if not t)
+        test_labels.append(np.full(test_per_class, label, dtype=np.int64))
+        train_labels.append(np.full(len(files) - test_per_class, label, dtype=np.int64))
+    if too_few:
+        shown = "; ".join(too_few[:10]) + (f"; and {len(too_few) - 10} more" if len(too_few) > 10 else "")
+        raise TooFewImagesError(
+            f"{len(too_few)} concept(s) have too few images (suffixes {', '.join(IMAGE_SUFFIXES)}): {shown}; "
+            f"each needs at least {need} ({test_per_class} test + {min_train} train): lower test_per_class "
+            "or leave those concepts out (wnids=...)"
+        )
+    return ConceptSplits(
+        root=root,
+        wnids=tuple(folders),
+        train_files=train_files,
+        train_labels=np.concatenate(train_labels),
+        test_files=test_files,
+        test_labels=np.concatenate(test_labels),
+        seed=int(seed),
+        test_per_class=int(test_per_class),
+    )

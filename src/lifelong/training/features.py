@@ -1,0 +1,439 @@
+"""Frozen-encoder features of image files (spec/imagenet_cog.md section 2), memory-mapped and resumable.
+
+`extract_features` decodes images batch by batch (shorter side resized to S, bicubic; centre crop S; scaled to
+[-1, 1] like every toolkit input), runs the encoder, L2-normalises and writes each batch into a pre-allocated
+`.npy` through a memory map of that batch's rows only, so memory stays O(batch) for any N x D. An output folder:
+
+    features.npy   [rows, D] float16 (or float32): one row per readable image, in input order
+    labels.npy     [rows] int64: the label of each row (written when extraction completes)
+    inputs.json    {"files": [...], "labels": [...]}: every input, written once (its sha256 is in the manifest)
+    manifest.json  encoder, resolution, dtype, progress (`files_done`, `rows`), skipped files with reasons
+
+The manifest is rewritten atomically after each batch's rows are flushed, so a killed run resumes at the first
+unfinished batch; with the same batch size the batches are the same and the features bit-identical. Unreadable
+images are skipped: later rows move up, labels stay aligned, and the manifest lists each file with its reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import json
+import os
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from PIL import Image
+
+from lifelong.core.files import atomic_write_bytes
+from lifelong.core.progress import ProgressUpdate, progress_bar
+from lifelong.data.images import CorruptImageError, decode_image, to_channels
+from lifelong.training.encoders import Encoder, check_encoder_spec, load_encoder
+from lifelong.training.inputs import prepare_batch
+
+FORMAT = "lifelong-features-v1"
+FEATURES_FILE = "features.npy"
+LABELS_FILE = "labels.npy"
+INPUTS_FILE = "inputs.json"
+MANIFEST_FILE = "manifest.json"
+DTYPES = ("float16", "float32")
+TRANSFORM = "shorter side resized to S (bicubic), centre crop S x S, pixels scaled to [-1, 1]"
+
+
+class FeatureFileError(ValueError):
+    """A features folder that is incomplete, inconsistent with itself, or made from other inputs."""
+
+
+class Features(NamedTuple):
+    """What `load_features` returns: the memory-mapped rows, their labels, and the manifest."""
+
+    features: np.ndarray
+    labels: np.ndarray
+    manifest: dict[str, Any]
+
+
+def default_device() -> torch.device:
+    """CUDA when available, else the CPU."""
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def load_square(path: str | os.PathLike, size: int) -> np.ndarray:
+    """uint8 [size, size, C] (C = 1 or 3): the shorter side resized to `size` (bicubic), then a centre crop.
+
+    Raises CorruptImageError or FileNotFoundError (naming the file) for an unreadable image.
+    """
+    image = decode_image(path)
+    h, w, channels = image.shape
+    scale = size / min(h, w)
+    new_w, new_h = max(size, round(w * scale)), max(size, round(h * scale))
+    if (new_w, new_h) != (w, h):
+        pil = Image.fromarray(image[:, :, 0] if channels == 1 else image)
+        image = np.asarray(pil.resize((new_w, new_h), Image.Resampling.BICUBIC)).reshape(new_h, new_w, channels)
+    top, left = (new_h - size) // 2, (new_w - size) // 2
+    return np.ascontiguousarray(image[top : top + size, left : left + size])
+
+
+def _file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _weights_sha256(module: torch.nn.Module) -> str:
+    """A digest of every parameter and buffer (names, dtypes, shapes, bytes): the encoder's identity."""
+    digest = hashlib.sha256()
+    for name, tensor in sorted(module.state_dict().items()):
+        flat = tensor.detach().to("cpu").contiguous().reshape(-1)
+        digest.update(f"{name}:{flat.dtype}:{tuple(tensor.shape)};".encode())
+        if flat.numel():
+            digest.update(flat.view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()
+
+
+def _resolve_encoder(encoder: Encoder | str | os.PathLike, resolution: int | None) -> tuple[Encoder, dict, int]:
+    """(Encoder, its identity for the manifest, input side S)."""
+    if isinstance(encoder, Encoder):
+        identity: dict[str, Any] = {"spec": None, "file_sha256": None}
+    elif isinstance(encoder, str | os.PathLike):
+        kind = check_encoder_spec(encoder)
+        identity = {"spec": str(encoder), "file_sha256": _file_sha256(Path(encoder)) if kind == "file" else None}
+        encoder = load_encoder(encoder, resolution=resolution)
+    else:
+        raise TypeError(
+            f"encoder must be an Encoder or a spec (checkpoint file, TorchScript file, 'package.module:factory'); "
+            f"got {type(encoder).__name__}: wrap a module as Encoder(module, feature_dim=D)"
+        )
+    side = resolution if resolution is not None else encoder.resolution
+    if side is None or int(side) < 1:
+        raise ValueError(f"give resolution= (the side S images are cropped to, e.g. 224); got {side!r}")
+    identity |= {
+        "description": encoder.description,
+        "weights_sha256": _weights_sha256(encoder),
+        "in_channels": encoder.in_channels,
+        "feature_dim": encoder.feature_dim,
+    }
+    return encoder, identity, int(side)
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise FeatureFileError(f"cannot read {path} ({exc}); extract again with resume=False") from exc
+
+
+def _write_json(path: Path, contents: dict[str, Any]) -> None:
+    atomic_write_bytes(path, json.dumps(contents, indent=1).encode())
+
+
+def _npy_header(path: Path) -> tuple[tuple[int, ...], np.dtype, int, tuple[int, int]]:
+    """(shape, dtype, byte offset of the data, format version) of a .npy file."""
+    with open(path, "rb") as f:
+        version = np.lib.format.read_magic(f)
+        if version == (1, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+        else:
+            shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+        if fortran:
+            raise FeatureFileError(f"{path} is Fortran-ordered; extract again with resume=False")
+        return tuple(shape), dtype, f.tell(), version
+
+
+def _set_rows(path: Path, rows: int) -> None:
+    """Shrink a [N, D] .npy to its first `rows` rows in place: rewrite the header (same length), then truncate.
+
+    Killed between the two steps the file is still readable (numpy ignores trailing bytes), and running it
+    again finishes the job.
+    """
+    shape, dtype, offset, version = _npy_header(path)
+    if shape[0] != rows:
+        prefix = 10 if version == (1, 0) else 12  # magic (6) + version (2) + header length (2 or 4)
+        descr = np.lib.format.dtype_to_descr(dtype)
+        text = f"{{'descr': {descr!r}, 'fortran_order': False, 'shape': {(rows, shape[1])!r}, }}"
+        room = offset - prefix
+        if len(text) >= room:
+            raise FeatureFileError(f"cannot rewrite the header of {path} in place; extract again with resume=False")
+        with open(path, "r+b") as f:
+            f.seek(prefix)
+            f.write((text.ljust(room - 1) + "\n").encode("latin1"))
+            f.flush()
+            os.fsync(f.fileno())
+    os.truncate(path, offset + rows * shape[1] * dtype.itemsize)
+
+
+def _write_rows(path: Path, data_offset: int, start: int, block: np.ndarray) -> None:
+    """Write `block` as rows start.. of the .npy through a map of those rows only, and flush it to disk."""
+    if len(block) == 0:
+        return
+    window = np.memmap(
+        path,
+        dtype=block.dtype,
+        mode="r+",
+        offset=data_offset + start * block.shape[1] * block.itemsize,
+        shape=block.shape,
+    )
+    window[:] = block
+    window.flush()
+    del window
+
+
+def _settings(identity: dict, side: int, dtype: str, inputs_sha256: str, count: int) -> dict[str, Any]:
+    """The manifest fields that must match for a folder to be resumed."""
+    return {
+        "format": FORMAT,
+        "encoder": identity,
+        "resolution": side,
+        "transform": TRANSFORM,
+        "dtype": dtype,
+        "feature_dim": identity["feature_dim"],
+        "inputs": {"file": INPUTS_FILE, "sha256": inputs_sha256, "count": count},
+    }
+
+
+def _start(out: Path, settings: dict, inputs: bytes, resume: bool) -> dict[str, Any]:
+    """The manifest to continue from: the folder's own when it matches `settings`, else a fresh extraction."""
+    manifest_path = out / MANIFEST_FILE
+    if resume and manifest_path.is_file():
+        manifest = _read_json(manifest_path)
+        differs = [key for key, value in settings.items() if manifest.get(key) != value]
+        if differs:
+            raise FeatureFileError(
+                f"{out} holds features of other inputs or settings (differs in: {', '.join(differs)}); "
+                "choose another output folder, or pass resume=False to overwrite it"
+            )
+        features = out / FEATURES_FILE
+        if not features.is_file():
+            raise FeatureFileError(f"{manifest_path} exists but {features} is missing; extract again with resume=False")
+        shape, dtype, _, _ = _npy_header(features)
+        count, dim = settings["inputs"]["count"], settings["feature_dim"]
+        if dtype != np.dtype(settings["dtype"]) or shape[1:] != (dim,) or shape[0] not in (count, manifest["rows"]):
+            raise FeatureFileError(
+                f"{features} has shape {shape} {dtype}, expected ({count}, {dim}) {settings['dtype']}; "
+                "extract again with resume=False"
+            )
+        return manifest
+    out.mkdir(parents=True, exist_ok=True)
+    for name in (MANIFEST_FILE, LABELS_FILE, FEATURES_FILE):  # manifest first: no stale progress survives
+        (out / name).unlink(missing_ok=True)
+    atomic_write_bytes(out / INPUTS_FILE, inputs)
+    shape = (settings["inputs"]["count"], settings["feature_dim"])
+    created = np.lib.format.open_memmap(out / FEATURES_FILE, mode="w+", dtype=settings["dtype"], shape=shape)
+    del created  # a sparse file: no row is held in memory
+    manifest = settings | {"batch_size": None, "files_done": 0, "rows": 0, "skipped": [], "complete": False}
+    _write_json(manifest_path, manifest)
+    return manifest
+
+
+@torch.inference_mode()
+def _embed(encoder: Encoder, images: np.ndarray, device: torch.device, dtype: str) -> np.ndarray:
+    """uint8 [B, S, S, C] -> L2-normalised features [B, D] in `dtype`."""
+    x = prepare_batch(to_channels(images, encoder.in_channels), channels=encoder.in_channels).to(device)
+    out = encoder(x)
+    if out.ndim != 2 or out.shape != (len(images), encoder.feature_dim):
+        raise ValueError(
+            f"the encoder returned shape {tuple(out.shape)}; expected ({len(images)}, {encoder.feature_dim})"
+        )
+    out = F.normalize(out.float(), dim=1)
+    return out.to(getattr(torch, dtype)).cpu().numpy()
+
+
+def _decode(path: str, side: int) -> np.ndarray | str:
+    """The prepared image, or why it cannot be read."""
+    try:
+        return load_square(path, side)
+    except (CorruptImageError, FileNotFoundError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+
+
+def extract_features(
+    encoder: Encoder | str | os.PathLike,
+    files: Sequence[str | os.PathLike],
+    labels: Sequence[int] | np.ndarray,
+    out_dir: str | os.PathLike,
+    *,
+    resolution: int | None = None,
+    dtype: str = "float16",
+    batch_size: int = 256,
+    resume: bool = True,
+    progress: bool | ProgressUpdate = False,
+    device: str | torch.device | None = None,
+    workers: int | None = None,
+) -> Features:
+    """Penultimate, L2-normalised features of `files` into `out_dir` (see the module doc); returns `load_features`.
+
+    `encoder`: an Encoder or a spec `load_encoder` reads (our checkpoints, TorchScript, 'package.module:factory').
+    `resolution`: the side S (default: the encoder's). `resume`: continue a matching folder (a finished one is
+    returned as is); False starts over. `progress`: True for a bar, or a function called like the bar's update
+    after each committed batch. `device`: default CUDA if available. `workers`: decoding threads (default <= 8).
+    """
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype must be one of {DTYPES}, got {dtype!r}")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    files = [str(f) for f in files]
+    labels = np.asarray(labels)
+    if labels.ndim != 1 or len(labels) != len(files) or not np.issubdtype(labels.dtype, np.integer):
+        raise ValueError(
+            f"need one integer label per file: got {len(files)} files and labels of shape {labels.shape} "
+            f"dtype {labels.dtype}"
+        )
+    if not files:
+        raise ValueError("no files to extract features from")
+    labels = labels.astype(np.int64)
+    encoder, identity, side = _resolve_encoder(encoder, resolution)
+    inputs = json.dumps({"files": files, "labels": labels.tolist()}).encode()
+    settings = _settings(identity, side, dtype, hashlib.sha256(inputs).hexdigest(), len(files))
+    out = Path(out_dir)
+    manifest = _start(out, settings, inputs, resume)
+    if manifest["complete"]:
+        return load_features(out)
+    manifest["batch_size"] = batch_size
+    device = torch.device(device) if device is not None else default_device()
+    encoder.to(device)
+    was_training = encoder.training
+    encoder.eval()
+    try:
+        _run_batches(
+            encoder,
+            files,
+            out,
+            manifest,
+            side=side,
+            dtype=dtype,
+            batch_size=batch_size,
+            device=device,
+            progress=progress,
+            workers=workers,
+        )
+    finally:
+        encoder.train(was_training)
+    _finish(out, manifest, labels)
+    return load_features(out)
+
+
+def _run_batches(
+    encoder: Encoder,
+    files: list[str],
+    out: Path,
+    manifest: dict[str, Any],
+    *,
+    side: int,
+    dtype: str,
+    batch_size: int,
+    device: torch.device,
+    progress: bool | ProgressUpdate,
+    workers: int | None,
+) -> None:
+    """Extract the batches not yet done, committing each (rows flushed, then the manifest) before the next."""
+    path = out / FEATURES_FILE
+    _, _, data_offset, _ = _npy_header(path)
+    starts = range(manifest["files_done"], len(files), batch_size)
+    threads = workers if workers is not None else min(8, os.cpu_count() or 1)
+    bar = (
+        contextlib.nullcontext(progress)
+        if callable(progress)
+        else progress_bar(bool(progress), len(files), done=manifest["files_done"], description=f"features {out.name}")
+    )
+    with bar as update, ThreadPoolExecutor(max(1, threads)) as pool:
+
+        def submit(start: int) -> list[Future]:
+            return [pool.submit(_decode, f, side) for f in files[start : start + batch_size]]
+
+        pending = submit(starts[0]) if starts else []
+        for k, start in enumerate(starts):
+            decoded = [future.result() for future in pending]
+            pending = submit(starts[k + 1]) if k + 1 < len(starts) else []  # decode ahead while the encoder runs
+            kept = [image for image in decoded if isinstance(image, np.ndarray)]
+            block = _embed(encoder, _stack(kept), device, dtype) if kept else np.zeros((0, 0))
+            _write_rows(path, data_offset, manifest["rows"], block)
+            manifest["skipped"] += [
+                {"index": start + i, "file": files[start + i], "reason": reason}
+                for i, reason in enumerate(decoded)
+                if isinstance(reason, str)
+            ]
+            manifest["rows"] += len(kept)
+            manifest["files_done"] = start + len(decoded)
+            _write_json(out / MANIFEST_FILE, manifest)  # only after the rows are on disk
+            update(len(decoded))
+
+
+def _stack(images: list[np.ndarray]) -> np.ndarray:
+    """One uint8 batch; grayscale images become RGB when the batch mixes 1 and 3 channels."""
+    if len({image.shape[-1] for image in images}) > 1:
+        images = [to_channels(image, 3) for image in images]
+    return np.stack(images)
+
+
+def _finish(out: Path, manifest: dict[str, Any], labels: np.ndarray) -> None:
+    """Trim the features to the rows written, write the row labels, and mark the manifest complete."""
+    _set_rows(out / FEATURES_FILE, manifest["rows"])
+    kept = np.ones(len(labels), dtype=bool)
+    kept[[s["index"] for s in manifest["skipped"]]] = False
+    row_labels = labels[kept]
+    if len(row_labels) != manifest["rows"]:
+        raise FeatureFileError(
+            f"{out}: {manifest['rows']} rows written but {len(row_labels)} readable inputs; extract again with "
+            "resume=False"
+        )
+    buffer = io.BytesIO()
+    np.save(buffer, row_labels)
+    atomic_write_bytes(out / LABELS_FILE, buffer.getvalue())
+    manifest["complete"] = True
+    _write_json(out / MANIFEST_FILE, manifest)
+
+
+def load_features(out_dir: str | os.PathLike) -> Features:
+    """(features memory-mapped read-only [rows, D], labels [rows] int64, manifest) of a finished extraction.
+
+    Raises FeatureFileError when the extraction is unfinished or the files disagree (row counts named).
+    """
+    out = Path(out_dir)
+    manifest_path = out / MANIFEST_FILE
+    if not manifest_path.is_file():
+        raise FileNotFoundError(f"no {MANIFEST_FILE} in {out}: not a features folder (make one with extract_features)")
+    manifest = _read_json(manifest_path)
+    if manifest.get("format") != FORMAT:
+        raise FeatureFileError(f"{manifest_path} has format {manifest.get('format')!r}, expected {FORMAT!r}")
+    if not manifest.get("complete"):
+        raise FeatureFileError(
+            f"extraction in {out} is unfinished ({manifest['files_done']} of {manifest['inputs']['count']} files "
+            "done); run extract_features again with the same arguments to resume it"
+        )
+    features_path, labels_path = out / FEATURES_FILE, out / LABELS_FILE
+    try:
+        features = np.load(features_path, mmap_mode="r")
+        labels = np.load(labels_path)
+    except (OSError, ValueError) as exc:
+        raise FeatureFileError(f"cannot read the features in {out} ({exc}); extract again with resume=False") from exc
+    if features.ndim != 2 or labels.ndim != 1:
+        raise FeatureFileError(
+            f"{features_path} must be [rows, D] and {labels_path} [rows]; got {features.shape}, {labels.shape}"
+        )
+    if features.shape[0] != labels.shape[0]:
+        raise FeatureFileError(
+            f"{features_path} has {features.shape[0]} rows but {labels_path} has {labels.shape[0]} labels; "
+            "they must match row for row: extract again with resume=False"
+        )
+    if features.shape[0] != manifest["rows"] or features.shape[1] != manifest["feature_dim"]:
+        raise FeatureFileError(
+            f"{features_path} has shape {features.shape} but {manifest_path} records {manifest['rows']} rows of "
+            f"dimension {manifest['feature_dim']}; extract again with resume=False"
+        )
+    return Features(features, labels.astype(np.int64, copy=False), manifest)
+
+
+def feature_files(out_dir: str | os.PathLike) -> list[str]:
+    """The image file of each feature row (the inputs less the skipped ones), in row order."""
+    out = Path(out_dir)
+    manifest = _read_json(out / MANIFEST_FILE)
+    files = _read_json(out / INPUTS_FILE)["files"]
+    skipped = {s["index"] for s in manifest["skipped"]}
+    return [f for i, f in enumerate(files[: manifest["files_done"]]) if i not in skipped]
