@@ -264,12 +264,15 @@ def pretrain_cli(
     resolution: int = typer.Option(32, "--resolution", min=1),
     seed: int = typer.Option(0, "--seed"),
     option: list[str] = typer.Option([], "--option", "-o", help="Source option KEY=VALUE, e.g. n_per_class=300."),
+    threads: int = typer.Option(1, "--threads", min=1, help="Torch threads. Same seed + threads = same weights."),
 ) -> None:
     """Train a model on a dataset and save a checkpoint for `--learner pretrained -o checkpoint=PATH`."""
     from lifelong.commands.pretraining import pretrain_command
 
     try:
-        info = pretrain_command(source, out, architecture, epochs, resolution, seed, _parse_options(option))
+        info = pretrain_command(
+            source, out, architecture, epochs, resolution, seed, _parse_options(option), threads=threads
+        )
     except (FileNotFoundError, ValueError) as exc:
         raise fail(exc) from None
     console.print_json(json.dumps(info, default=str))

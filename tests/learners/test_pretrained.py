@@ -62,6 +62,28 @@ def test_pretrain_is_deterministic(checkpoint, tmp_path):
     assert all(torch.equal(a.backbone[k], b.backbone[k]) for k in a.backbone)
 
 
+def test_pretrain_command_uses_one_thread_whatever_the_machine(checkpoint, tmp_path):
+    """The weights must not depend on the core count: `lifelong pretrain` pins torch threads (default 1)."""
+    previous = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)  # as torch's default would be on a 2-core machine
+        pretrain_command(
+            "builtin:letters",
+            tmp_path / "pinned.pt",
+            epochs=1,
+            resolution=16,
+            seed=0,
+            options={"n_per_class": 12, "size": 16},
+            show_progress=False,
+        )
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(previous)
+    a, b = load_pretrained(checkpoint), load_pretrained(tmp_path / "pinned.pt")
+    assert b.details["threads"] == 1 == a.details["threads"]
+    assert all(torch.equal(a.backbone[k], b.backbone[k]) for k in a.backbone)
+
+
 def test_learner_starts_every_task_from_the_checkpoint(checkpoint, monkeypatch):
     inits = []
     search = independent.search

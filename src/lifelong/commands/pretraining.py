@@ -27,8 +27,14 @@ def pretrain_command(
     options: Mapping[str, Any] | None = None,
     recipe: Mapping[str, Any] | None = None,
     show_progress: bool = True,
+    threads: int = 1,
 ) -> dict[str, Any]:
-    """What `lifelong pretrain` runs: pretrain with a progress bar, then return the checkpoint's summary."""
+    """What `lifelong pretrain` runs: pretrain with a progress bar, then return the checkpoint's summary.
+
+    Torch uses `threads` threads (default 1, as `lifelong run`): float reductions depend on the thread count, so
+    the same seed and threads give the same weights on any machine, and a default of all cores would not.
+    """
+    set_torch_threads(threads)
     trials = int(dict(recipe or {}).get("trials", IndependentConfig.trials))
     with progress_bar(show_progress, trials * epochs, description=f"pretrain {architecture} on {source}") as bar:
 

@@ -111,6 +111,7 @@ def pretrain(
         "kind": labeled.kind.value,
         "pretraining_flops": float(sum(r.train_flops for r in results)),
         "seed": int(seed),
+        "threads": int(threads),
         "epochs": int(epochs),
         "resolution": int(resolution),
         "trials": len(results),
