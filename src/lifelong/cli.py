@@ -343,12 +343,17 @@ def transfer_matrix_cli(
     seed: int = typer.Option(0, "--seed"),
     executor: str = typer.Option("local", "--executor", help="local or ray."),
     data_root: Path = typer.Option(None, "--data-root", help=DATA_ROOT_HELP),
+    threads: int = typer.Option(
+        1, "--threads", min=1, help="Torch threads per cell (same seed + threads = same matrix)."
+    ),
 ) -> None:
     """Accuracy on task j after finetuning from task i's best Independent model, minus Independent on j."""
     from lifelong.core.files import atomic_write_bytes
     from lifelong.suites import get_stream
+    from lifelong.training.loop import set_torch_threads
     from lifelong.training.transfer_matrix import transfer_matrix
 
+    set_torch_threads(threads)
     try:
         built = get_stream(stream, data_root=str(data_root) if data_root else None, allow_missing=False)
         result = transfer_matrix(
