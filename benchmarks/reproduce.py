@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import statistics
 import subprocess
 import sys
@@ -32,8 +33,8 @@ def lifelong(*args: str, cwd: Path) -> None:
 def summaries(out: Path, prefix: str) -> list[tuple[dict, dict]]:
     """(summary.json, run.json) of every finished run folder in `out` whose id starts with `prefix`."""
     found = []
-    for folder in sorted(out.glob(f"{prefix}*-seed*")):
-        if (folder / "summary.json").is_file():
+    for folder in sorted(out.glob(f"{prefix}*")):
+        if re.search(r"-seed\d+$", folder.name) and (folder / "summary.json").is_file():
             found.append(
                 (json.loads((folder / "summary.json").read_text()), json.loads((folder / "run.json").read_text()))
             )
