@@ -1,0 +1,231 @@
+"""Benchmark the fast ImageNet-CoG linear probe against the reference recipe on the same features, in the same run.
+
+Features are synthetic levels: class means drawn uniformly on the unit sphere in D dimensions, each image = its
+class mean + isotropic Gaussian noise of std `noise` per dimension, then l2-normalised (a level's features are
+l2-normalised). The default noise, 0.7 / sqrt(ln C), keeps top-1 in the realistic 40-80% range at any class
+count (classes overlap: a mean-difference direction sees noise of std noise * sqrt(2), and a sample competes
+with C - 1 other classes).
+
+Two sets, each run through both probes with the same seed(s), reference first:
+  (i)  small:  --small-classes x --small-per-class training images (x --small-test-per-class test) x --small-dim
+  (ii) level:  --classes x --per-class (x --test-per-class) x --dim, 1,000 concepts as a level has; its size is
+       the largest whose reference side (31 runs x 100 epochs) takes ~10-15 minutes on a 2-core CPU.
+Printed per set: both wall times, both test top-1s, the accuracy difference and the time ratio reference / fast.
+
+--scale writes a full-size level (default 1,000 x 1,300 x 2,048) as a float16 memmap in a temp dir, in chunks,
+and runs the fast probe through it with --scale-epochs and --scale-lr-points (one weight decay), measuring wall
+time, training throughput and peak RSS (resource.getrusage); the time of the default fast probe at that size is
+extrapolated from the measured throughput and printed as such.
+
+Run: python benchmarks/bench_probe.py [--quick] [--set small|level|both] [--classes 1000 --per-class 50
+     --dim 64 --test-per-class 50] [--seeds 22] [--threads 1] [--device cpu|cuda] [--scale --scale-epochs 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import platform
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from lifelong.training.loop import set_torch_threads
+from lifelong.training.probe_fast import FAST_EPOCHS, FINAL_HEADS, LR_POINTS, WEIGHT_DECAYS
+from lifelong.training.probes import fast_probe, population_std, reference_probe
+
+
+def default_noise(classes: int) -> float:
+    """Per-dimension noise std that puts a linear probe's top-1 around 50-70% for `classes` classes."""
+    return 0.7 / math.sqrt(math.log(classes))
+
+
+def synthetic_level(classes, per_class, test_per_class, dim, noise, seed=0):
+    """(train_x, train_y, test_x, test_y): float32 l2-normalised features, labels sorted by class."""
+    rng = np.random.default_rng(seed)
+    means = rng.standard_normal((classes, dim), dtype=np.float32)
+    means /= np.linalg.norm(means, axis=1, keepdims=True)
+
+    def draw(n):
+        y = np.repeat(np.arange(classes), n)
+        x = means[y] + rng.standard_normal((y.size, dim), dtype=np.float32) * noise
+        return x / np.linalg.norm(x, axis=1, keepdims=True), y
+
+    return (*draw(per_class), *draw(test_per_class))
+
+
+def write_memmap_level(folder, classes, per_class, test_per_class, dim, noise, seed=0, chunk_classes=10):
+    """The same kind of level, written class chunk by class chunk to float16 files and opened as read-only
+    memmaps. Plain file writes, not a writable memmap: pages written through a mapping count in this process's
+    RSS, and the point is to measure the probe's."""
+    rng = np.random.default_rng(seed)
+    means = rng.standard_normal((classes, dim), dtype=np.float32)
+    means /= np.linalg.norm(means, axis=1, keepdims=True)
+    arrays = []
+    for name, n in (("train", per_class), ("test", test_per_class)):
+        path = Path(folder) / f"{name}.f16"
+        with open(path, "wb") as handle:
+            for first in range(0, classes, chunk_classes):
+                y = np.repeat(np.arange(first, min(classes, first + chunk_classes)), n)
+                block = means[y] + rng.standard_normal((y.size, dim), dtype=np.float32) * noise
+                block /= np.linalg.norm(block, axis=1, keepdims=True)
+                handle.write(block.astype(np.float16).tobytes())
+        arrays.append(np.memmap(path, dtype=np.float16, mode="r", shape=(classes * n, dim)))
+        arrays.append(np.repeat(np.arange(classes), n))
+    return arrays
+
+
+def peak_rss_gib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB on Linux
+
+
+def load() -> str:
+    return "load average {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
+
+
+def compare(name, sizes, data, args) -> None:
+    """Both probes on one feature set, per seed; print times, top-1s, difference and ratio."""
+    print(f"\n== ({name}) {sizes} | noise {args.noise_used:.3f} | seeds {args.seeds} | {load()}", flush=True)
+    options = dict(device=args.device)
+    reference_scores, fast_scores, reference_time, fast_time = [], [], 0.0, 0.0
+    for seed in args.seeds:
+        reference = reference_probe(*data, seed=seed, trials=args.trials, epochs=args.epochs, **options)
+        fast = fast_probe(*data, seed=seed, **options)
+        reference_scores.append(reference.test_top1)
+        fast_scores.append(fast.test_top1)
+        reference_time += reference.wall_seconds
+        fast_time += fast.wall_seconds
+        print(
+            f"seed {seed}: reference {reference.wall_seconds:8.1f} s  top-1 {reference.test_top1:6.2f}  "
+            f"(lr {reference.lr:.3g}, wd {reference.weight_decay:.2g}, {len(reference.trials)} trials x "
+            f"{reference.epochs} ep) | fast {fast.wall_seconds:7.1f} s  top-1 {fast.test_top1:6.2f}  "
+            f"(lr {fast.lr:.3g}, wd {fast.weight_decay:.2g}, {len(fast.trials)} heads x {fast.epochs} ep) | "
+            f"diff {fast.test_top1 - reference.test_top1:+.2f} pts  "
+            f"ratio {reference.wall_seconds / fast.wall_seconds:.1f}x",
+            flush=True,
+        )
+    ref_mean, fast_mean = float(np.mean(reference_scores)), float(np.mean(fast_scores))
+    print(
+        f"({name}) reference {reference_time:.1f} s, top-1 {ref_mean:.2f} +- {population_std(reference_scores):.2f} | "
+        f"fast {fast_time:.1f} s, top-1 {fast_mean:.2f} +- {population_std(fast_scores):.2f} | "
+        f"diff {fast_mean - ref_mean:+.2f} pts | time ratio {reference_time / fast_time:.1f}x | {load()}",
+        flush=True,
+    )
+
+
+def scale(args) -> None:
+    """A full-size float16 memmap level through the fast probe: wall time, throughput, peak RSS."""
+    classes, per_class, test_per_class, dim = args.scale_classes, args.scale_per_class, 50, args.scale_dim
+    noise = default_noise(classes)
+    gib = classes * (per_class + test_per_class) * dim * 2 / 2**30
+    print(
+        f"\n== (scale) {classes} classes x {per_class} train (+{test_per_class} test) x {dim}-d float16 memmap "
+        f"({gib:.2f} GiB) | noise {noise:.3f} | {load()}",
+        flush=True,
+    )
+    with tempfile.TemporaryDirectory(prefix="bench_probe_") as folder:
+        started = time.perf_counter()
+        data = write_memmap_level(folder, classes, per_class, test_per_class, dim, noise)
+        print(
+            f"wrote the memmaps in {time.perf_counter() - started:.1f} s; peak RSS so far {peak_rss_gib():.2f} GiB",
+            flush=True,
+        )
+        weight_decays = WEIGHT_DECAYS[1:2]
+        result = fast_probe(
+            *data,
+            seed=args.seeds[0],
+            epochs=args.scale_epochs,
+            min_steps=0,
+            lr_points=args.scale_lr_points,
+            weight_decays=weight_decays,
+            device=args.device,
+        )
+    heads = args.scale_lr_points * len(weight_decays)
+    rows = classes * per_class
+    measured_work = result.epochs * (0.8 * heads + min(heads, FINAL_HEADS)) * rows  # head-images trained
+    rate = measured_work / result.wall_seconds
+    print(
+        f"measured: fast probe, {heads} head(s) x {result.epochs} epoch(s) on the 80% split + the final run on all "
+        f"rows: {result.wall_seconds:.1f} s wall (input checks, split, validation and test included), test top-1 "
+        f"{result.test_top1:.2f} after {result.epochs} epoch(s)"
+        f"{' (NOT a probe result: too few epochs, the per-epoch cosine never decays)' if result.epochs < 10 else ''}; "
+        f"{rate:,.0f} head-images/s, i.e. one epoch of "
+        f"{rows:,} images takes {rows / rate:.0f} s per head ({rate:,.0f} images/s per epoch per head); "
+        f"peak RSS {peak_rss_gib():.2f} GiB | {load()}",
+        flush=True,
+    )
+    fast_work = FAST_EPOCHS * (0.8 * LR_POINTS * len(WEIGHT_DECAYS) + FINAL_HEADS) * rows
+    reference_work = 100 * (0.8 * 30 + 1) * rows
+    print(
+        f"EXTRAPOLATED from the measured rate (not measured): the default fast probe ({LR_POINTS * len(WEIGHT_DECAYS)} "
+        f"heads x {FAST_EPOCHS} epochs + {FINAL_HEADS} final) ~{fast_work / rate / 3600:.1f} h; the reference "
+        f"(30 trials + retrain, 100 epochs) ~{reference_work / rate / 3600:.0f} h at the same rate "
+        f"({reference_work / fast_work:.0f}x more head-epochs) on {args.threads} thread(s) of this machine",
+        flush=True,
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--set", choices=("small", "level", "both", "none"), default="both")
+    parser.add_argument("--classes", type=int, default=1000)
+    parser.add_argument("--per-class", type=int, default=50, help="training images per class (20%% validate)")
+    parser.add_argument("--dim", type=int, default=64)
+    parser.add_argument("--test-per-class", type=int, default=50)
+    parser.add_argument("--small-classes", type=int, default=100)
+    parser.add_argument("--small-per-class", type=int, default=150)
+    parser.add_argument("--small-dim", type=int, default=64)
+    parser.add_argument("--small-test-per-class", type=int, default=50)
+    parser.add_argument("--noise", type=float, default=None, help="per-dimension noise std (default 0.7/sqrt(ln C))")
+    parser.add_argument("--trials", type=int, default=30, help="reference trials (the recipe: 30)")
+    parser.add_argument("--epochs", type=int, default=100, help="reference epochs (the recipe: 100)")
+    parser.add_argument("--seeds", default="22", help="comma-separated; the protocol's are 22,37,45,77,93")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--device", default=None, help="default: cuda when available, else cpu")
+    parser.add_argument("--scale", action="store_true", help="also run a full-size memmap level (fast probe only)")
+    parser.add_argument("--scale-classes", type=int, default=1000)
+    parser.add_argument("--scale-per-class", type=int, default=1300)
+    parser.add_argument("--scale-dim", type=int, default=2048)
+    parser.add_argument("--scale-epochs", type=int, default=1)
+    parser.add_argument("--scale-lr-points", type=int, default=1, help="heads in the measured run (one wd each)")
+    parser.add_argument("--quick", action="store_true", help="smoke run in seconds (sizes and trials cut down)")
+    args = parser.parse_args()
+    args.seeds = [int(s) for s in args.seeds.split(",")]
+    if args.quick:
+        args.classes, args.per_class, args.dim, args.test_per_class = 50, 20, 16, 10
+        args.small_classes, args.small_per_class, args.small_dim, args.small_test_per_class = 10, 30, 16, 20
+        args.trials, args.epochs = 3, 10
+        args.scale_classes, args.scale_per_class, args.scale_dim = 20, 50, 32
+    args.device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    set_torch_threads(args.threads)
+    print(
+        f"bench_probe: python {platform.python_version()}, torch {torch.__version__}, device {args.device}, "
+        f"{args.threads} torch thread(s), {os.cpu_count()} CPUs | reference: {args.trials} trials x {args.epochs} "
+        f"epochs + retrain | fast: {LR_POINTS} lr x {len(WEIGHT_DECAYS)} wd heads x {FAST_EPOCHS} epochs + "
+        f"{FINAL_HEADS} best retrained and averaged"
+        + (" | QUICK smoke run: sizes and trials cut, ratios meaningless" if args.quick else ""),
+        flush=True,
+    )
+    sets = {"small": ("i", "small"), "level": ("ii", "level")}
+    for key in ("small", "level"):
+        if args.set not in (key, "both"):
+            continue
+        prefix = "small_" if key == "small" else ""
+        c, n, d, t = (getattr(args, prefix + f) for f in ("classes", "per_class", "dim", "test_per_class"))
+        args.noise_used = args.noise if args.noise is not None else default_noise(c)
+        data = synthetic_level(c, n, t, d, args.noise_used)
+        label, _ = sets[key]
+        compare(label, f"{c} classes x {n} train (+{t} test) x {d}-d", data, args)
+    if args.scale:
+        scale(args)
+    print(f"peak RSS {peak_rss_gib():.2f} GiB", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

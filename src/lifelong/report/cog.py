@@ -1,0 +1,155 @@
+"""The ImageNet-CoG page of the HTML report: top-1 per level per encoder, relative to seen, and few-shot curves.
+
+CoG runs are runs of the `cog` or `cog-mini` stream (one probe task per level and shots). Each encoder is named by
+the run's features set; values are test top-1 = 100 x (1 - error) of the predict records, mean and population std
+over the runs' seeds. Relative accuracy = mean level top-1 / mean seen top-1 x 100, for the same encoder and shots.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import numpy as np
+
+from lifelong.core.files import atomic_write_bytes
+from lifelong.report.plots import new_figure, plain_legend, save_png
+from lifelong.results import RunData
+from lifelong.suites.cog import split_task_name
+
+PAGE = "cog.html"
+STREAMS = ("cog", "cog-mini")
+RELATIVE = (
+    "Relative top-1 = (mean top-1 on the level) / (mean top-1 on the seen concepts) x 100, per encoder and shots, "
+    "means over seeds. Levels have different numbers of concepts than the seen set, so chance differs too: read the "
+    "absolute numbers beside it."
+)
+
+_TEMPLATE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>ImageNet-CoG</title>
+<style>body{font-family:sans-serif;margin:2em;max-width:70em}table{border-collapse:collapse}
+td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}th:first-child,td:first-child{text-align:left}
+.note{color:#555}</style></head><body>
+<h1>ImageNet-CoG: concept generalization</h1>
+<p>Linear probes on frozen features, level by level (seen concepts, then L1 closest to the seen ones .. the farthest).
+Top-1 (%) on each level's test images, mean &plusmn; population std over seeds ({{ shots }} training data).</p>
+<p>{{ relative }}</p>
+<table><thead><tr><th>encoder</th><th>probe</th>{% for level in levels %}<th>{{ level }}</th>{% endfor %}</tr></thead>
+<tbody>{% for row in rows %}<tr><td>{{ row.encoder }}</td><td>{{ row.probe }}</td>
+{% for cell in row.cells %}<td>{{ cell }}</td>{% endfor %}</tr>{% endfor %}</tbody></table>
+<h2>Relative to seen</h2>
+<table><thead><tr><th>encoder</th><th>probe</th>{% for level in levels %}<th>{{ level }}</th>{% endfor %}</tr></thead>
+<tbody>{% for row in rows %}<tr><td>{{ row.encoder }}</td><td>{{ row.probe }}</td>
+{% for cell in row.relative %}<td>{{ cell }}</td>{% endfor %}</tr>{% endfor %}</tbody></table>
+{% for file, alt in figures %}<figure><img src="{{ file }}" alt="{{ alt }}"><figcaption>{{ alt }}</figcaption></figure>
+{% endfor %}{% for text in notes %}<p class="note">{{ text }}</p>{% endfor %}
+<p><a href="index.html">back to the report</a></p>
+</body></html>
+"""
+
+
+def is_cog_run(data: RunData) -> bool:
+    """Whether a run probes CoG levels (stream cog or cog-mini)."""
+    return data.info.get("config", {}).get("stream") in STREAMS
+
+
+def _encoder(data: RunData) -> tuple[str, str]:
+    config = data.info.get("config", {})
+    features = str(config.get("stream_options", {}).get("features", "?"))
+    return features, str(config.get("learner_options", {}).get("probe", "fast"))
+
+
+def cog_values(runs: Sequence[RunData]) -> dict[tuple[str, str, str, str], list[float]]:
+    """{(encoder, probe, level, shots): [top-1 % per run]} over the predict records of CoG runs."""
+    values: dict[tuple[str, str, str, str], list[float]] = {}
+    for data in runs:
+        encoder, probe = _encoder(data)
+        for record in data.records:
+            if record.get("type") == "predict" and record.get("error") is not None:
+                level, shots = split_task_name(str(record["task"]))
+                values.setdefault((encoder, probe, level, shots), []).append(100.0 * (1.0 - float(record["error"])))
+    return values
+
+
+def _level_order(level: str) -> tuple[int, str]:
+    return (0, "") if level == "seen" else (1, level.zfill(8))
+
+
+def level_table(values: dict, shots: str) -> tuple[list[str], list[dict[str, Any]]]:
+    """(levels, rows): per (encoder, probe) the mean ± std cells and the relative-to-seen cells."""
+    levels = sorted({k[2] for k in values if k[3] == shots}, key=_level_order)
+    rows = []
+    for encoder, probe in sorted({k[:2] for k in values if k[3] == shots}):
+        means = {lv: float(np.mean(v)) for lv in levels if (v := values.get((encoder, probe, lv, shots)))}
+        stds = {lv: float(np.std(values[(encoder, probe, lv, shots)])) for lv in means}
+        seen = means.get("seen")
+        rows.append(
+            {
+                "encoder": encoder,
+                "probe": probe,
+                "cells": [f"{means[lv]:.2f} ± {stds[lv]:.2f}" if lv in means else "-" for lv in levels],
+                "relative": [f"{100 * means[lv] / seen:.1f}%" if lv in means and seen else "-" for lv in levels],
+                "means": means,
+            }
+        )
+    return levels, rows
+
+
+def _plot_levels(levels: list[str], rows: list[dict], values: dict, shots: str, path: Path) -> Path:
+    fig, ax = new_figure(7.0)
+    for row in rows:
+        xs = [i for i, lv in enumerate(levels) if lv in row["means"]]
+        ys = [row["means"][levels[i]] for i in xs]
+        errs = [np.std(values[(row["encoder"], row["probe"], levels[i], shots)]) for i in xs]
+        ax.errorbar(xs, ys, yerr=errs, marker="o", capsize=3, label=f"{row['encoder']} ({row['probe']})")
+    ax.set_xticks(range(len(levels)), levels)
+    ax.set_xlabel("level (seen, then L1 closest .. farthest)")
+    ax.set_ylabel("test top-1 (%)")
+    plain_legend(ax)
+    return save_png(fig, path)
+
+
+def _plot_few_shot(values: dict, encoder: str, probe: str, path: Path) -> Path | None:
+    keys = [k for k in values if k[:2] == (encoder, probe) and k[3] != "all"]
+    if not keys:
+        return None
+    fig, ax = new_figure(7.0)
+    for level in sorted({k[2] for k in keys}, key=_level_order):
+        shots = sorted(int(k[3]) for k in keys if k[2] == level)
+        ax.plot(shots, [np.mean(values[(encoder, probe, level, str(s))]) for s in shots], marker="o", label=level)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("training images per concept (shots)")
+    ax.set_ylabel("test top-1 (%)")
+    ax.set_title(f"{encoder} ({probe})")
+    plain_legend(ax)
+    return save_png(fig, path)
+
+
+def write_cog_page(runs: Sequence[RunData], out: str | Path) -> Path | None:
+    """Write cog.html and its figures into `out` for the CoG runs among `runs`; None when there are none."""
+    cog = [r for r in runs if is_cog_run(r)]
+    if not cog:
+        return None
+    out = Path(out)
+    values = cog_values(cog)
+    shots = "all" if any(k[3] == "all" for k in values) else min({k[3] for k in values}, key=int)
+    levels, rows = level_table(values, shots)
+    figures = [(_plot_levels(levels, rows, values, shots, out / "cog_levels.png").name, "top-1 per level")]
+    for number, (encoder, probe) in enumerate(sorted({k[:2] for k in values})):
+        path = _plot_few_shot(values, encoder, probe, out / f"cog_few_shot_{number}.png")
+        if path is not None:
+            figures.append((path.name, f"few-shot curves of {encoder} ({probe}): top-1 vs shots per level"))
+    classes = {}
+    for data in cog:
+        for task in data.info["stream"]["tasks"]:
+            classes[split_task_name(task["uid"])[0]] = task["num_classes"]
+    notes = ["concepts per level: " + ", ".join(f"{lv} {classes[lv]}" for lv in sorted(classes, key=_level_order))]
+    env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
+    page = env.from_string(_TEMPLATE).render(
+        levels=levels, rows=rows, relative=RELATIVE, figures=figures, notes=notes, shots=shots
+    )
+    path = out / PAGE
+    atomic_write_bytes(path, page.encode("utf-8"))
+    return path

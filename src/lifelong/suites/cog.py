@@ -1,0 +1,216 @@
+"""ImageNet-CoG as a stream (spec/imagenet_cog.md section 2): one probe task per (level, shots) over frozen features.
+
+Features are extracted beforehand (`lifelong cog run` does it; extraction needs torch, which suites never import)
+into a features set, a folder laid out as
+
+    cog.json                  format, dataset, encoder, and the levels in order: name, wnids (label k = wnids[k])
+    <level>/<split>/          one `lifelong.training.features` folder per level and split (train, test):
+                              features.npy [rows, D] float16, labels.npy [rows] int64, manifest.json
+
+This module reads those .npy files with numpy alone. A task's `train` split holds every training row (the probe
+makes its own stratified 20% validation split), `dev` is empty, and `dev_test` and `test` are both the level's
+test rows (CoG has no development test split). Few-shot tasks carry `shots` in their metadata: the learner draws
+the shots per seed, as the protocol draws them from the 80% split.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lifelong.core.datasets import ArrayDataset
+from lifelong.core.streams import Stream, StreamTask, TaskSplits
+from lifelong.core.tasks import TaskKey, TaskKind
+from lifelong.data.roots import resolve_data_root
+
+FORMAT = "lifelong-cog-features-v1"
+INDEX_FILE = "cog.json"
+FEATURES_DIR = "cog-features"  # features sets named (not given as paths) live in <data root>/cog-features/<name>
+SPLITS = ("train", "test")
+ALL = "all"
+
+
+class CogFeaturesError(FileNotFoundError):
+    """A features set that is missing, unfinished or inconsistent; the message says how to (re)make it."""
+
+
+def features_root(data_root: str | os.PathLike | None = None) -> Path:
+    """Where named features sets live: `<data root>/cog-features`."""
+    return resolve_data_root(data_root) / FEATURES_DIR
+
+
+def resolve_features(features: str | os.PathLike, data_root: str | os.PathLike | None = None) -> Path:
+    """The folder of a features set given by name (under `features_root`) or by path."""
+    text = os.fspath(features)
+    path = Path(text) if (os.sep in text or "/" in text) else features_root(data_root) / text
+    if not (path / INDEX_FILE).is_file():
+        raise CogFeaturesError(
+            f"no CoG features set at {str(path)!r} ({INDEX_FILE} missing); make one with "
+            "`lifelong cog run --encoder FILE` (it extracts the features first), or pass -s features=DIR"
+        )
+    return path
+
+
+def read_index(folder: str | os.PathLike) -> dict[str, Any]:
+    """The features set's cog.json (checked: format and levels)."""
+    path = Path(folder) / INDEX_FILE
+    try:
+        index = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise CogFeaturesError(f"cannot read {path} ({exc}); extract the features again") from exc
+    if index.get("format") != FORMAT or not index.get("levels"):
+        raise CogFeaturesError(f"{path} is not a CoG features index (format {index.get('format')!r}, want {FORMAT!r})")
+    return index
+
+
+def read_split(folder: str | os.PathLike, level: str, split: str) -> tuple[np.ndarray, np.ndarray]:
+    """(float32 features [rows, D], int64 labels [rows]) of one level and split, read with numpy alone."""
+    where = Path(folder) / level / split
+    manifest_path = where / "manifest.json"
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        features = np.load(where / "features.npy", mmap_mode="r")
+        labels = np.load(where / "labels.npy")
+    except (OSError, ValueError) as exc:
+        raise CogFeaturesError(
+            f"cannot read the {split} features of level {level!r} in {where} ({exc}); run `lifelong cog run` "
+            "again to finish the extraction"
+        ) from exc
+    if not manifest.get("complete"):
+        raise CogFeaturesError(f"the extraction in {where} is unfinished; run `lifelong cog run` again to resume it")
+    if features.ndim != 2 or labels.shape != (features.shape[0],):
+        raise CogFeaturesError(f"{where}: features {features.shape} and labels {labels.shape} do not match row for row")
+    return np.asarray(features, dtype=np.float32), labels.astype(np.int64)
+
+
+def parse_shots(shots: str | int | Sequence[str | int] | None) -> list[int | None]:
+    """'all,1,8' (or a list) -> [None, 1, 8]; None means every training row."""
+    if shots is None:
+        return [None]
+    items = shots.split(",") if isinstance(shots, str) else [shots] if isinstance(shots, int) else list(shots)
+    out: list[int | None] = []
+    for item in items:
+        text = str(item).strip()
+        if text == ALL:
+            out.append(None)
+            continue
+        try:
+            value = int(text)
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise ValueError(f"shots {text!r} is neither 'all' nor a positive integer; give e.g. shots=all,1,2,4,8")
+        out.append(value)
+    if len(set(out)) != len(out):
+        raise ValueError(f"shots {items} repeat a value; give each once")
+    return out
+
+
+def level_name(value: str | int) -> str:
+    """'1' or 1 -> 'L1'; 'seen', 'L3' stay as they are."""
+    text = str(value).strip()
+    return f"L{text}" if text.isdigit() else text
+
+
+def parse_levels(levels: str | Sequence[str | int] | None, known: Sequence[str]) -> list[str]:
+    """'seen,1,2' (or a list) -> ['seen', 'L1', 'L2'], checked against the features set's levels."""
+    if levels is None:
+        return list(known)
+    items = levels.split(",") if isinstance(levels, str) else list(levels)
+    names = [level_name(item) for item in items if str(item).strip()]
+    unknown = [n for n in names if n not in known]
+    if unknown or not names:
+        raise ValueError(f"level(s) {unknown or levels!r} not in this features set; choose among {list(known)}")
+    return list(dict.fromkeys(names))
+
+
+def task_name(level: str, shots: int | None) -> str:
+    """'cog-L1-all', 'cog-L1-8shot'."""
+    return f"cog-{level}-{ALL if shots is None else f'{shots}shot'}"
+
+
+def cog_stream(
+    features: str | os.PathLike | None = None,
+    *,
+    levels: str | Sequence[str | int] | None = None,
+    shots: str | int | Sequence[str | int] | None = ALL,
+    data_root: str | os.PathLike | None = None,
+    eval_split: str = "test",
+    name: str = "cog",
+) -> Stream:
+    """The CoG stream of a features set: tasks level by level (in the set's order), each level with every `shots`."""
+    if features is None:
+        raise CogFeaturesError(
+            f"stream {name!r} needs a features set: run `lifelong cog run --encoder FILE` (it extracts features and "
+            "runs this stream), or pass -s features=NAME|DIR of a set it made"
+        )
+    folder = resolve_features(features, data_root)
+    index = read_index(folder)
+    by_name = {level["name"]: level for level in index["levels"]}
+    tasks = []
+    chosen, counts = parse_levels(levels, list(by_name)), parse_shots(shots)
+    for level in chosen:
+        wnids = tuple(by_name[level]["wnids"])
+        for count in counts:
+            meta = {"suite": "cog", "level": level, "shots": count, "features": str(folder)}
+            key = TaskKey(task_name(level, count), TaskKind.MULTI_CLASS, len(wnids), wnids, domain="cog", metadata=meta)
+            tasks.append(StreamTask(key, _loader(folder, level, key), source=f"{folder}/{level}"))
+    metadata = {
+        "suite": "cog",
+        "dataset": index.get("dataset"),
+        "encoder": index.get("encoder", {}).get("name"),
+        "features": str(folder),
+    }
+    # the name says which features, levels and shots: runs of one name are seeds of one experiment
+    shots_text = "+".join(ALL if c is None else str(c) for c in counts)
+    label = f"{name}:{folder.name}:{'+'.join(chosen)}:{shots_text}"
+    return Stream(label, tasks, eval_split=eval_split, metadata=metadata)
+
+
+def _loader(folder: Path, level: str, key: TaskKey):
+    def load() -> TaskSplits:
+        train_x, train_y = read_split(folder, level, "train")
+        test_x, test_y = read_split(folder, level, "test")
+        if train_x.shape[1] != test_x.shape[1]:
+            raise CogFeaturesError(
+                f"level {level!r}: train features are {train_x.shape[1]}-d, test {test_x.shape[1]}-d"
+            )
+        test = ArrayDataset(key, "test", test_x, test_y)
+        return TaskSplits(
+            train=ArrayDataset(key, "train", train_x, train_y),
+            dev=ArrayDataset(key, "dev", np.zeros((0, train_x.shape[1]), np.float32), np.zeros(0, np.int64)),
+            dev_test=ArrayDataset(key, "dev_test", test_x, test_y),
+            test=test,
+            notes={"dev_test": "CoG has no development test split: dev_test is the test split"},
+        )
+
+    return load
+
+
+def cog(features=None, data_root=None, eval_split="test", skip_corrupt=None, allow_missing=None, **options) -> Stream:
+    """ImageNet-CoG probe tasks over a features set (-s features=NAME|DIR, levels=seen,1,2, shots=all,1,8)"""
+    return cog_stream(features, data_root=data_root, eval_split=eval_split, **options)
+
+
+def cog_mini(features=None, data_root=None, eval_split="test", skip_corrupt=None, allow_missing=None, **options):
+    """offline ImageNet-CoG on emoji artwork: seen + L1..L5 probe tasks (features from `lifelong cog run`)"""
+    stream = cog_stream(features, data_root=data_root, eval_split=eval_split, name="cog-mini", **options)
+    dataset = stream.metadata.get("dataset")  # the name stays cog-mini:<features>:<levels>:<shots>
+    if dataset != "cog-mini":
+        raise CogFeaturesError(
+            f"features set {features!r} was extracted from {dataset!r}, not cog-mini: use --stream cog"
+        )
+    return stream
+
+
+def split_task_name(name: str) -> tuple[str, str]:
+    """'cog-L1-8shot' -> ('L1', '8'); 'cog-seen-all' -> ('seen', 'all')."""
+    if not name.startswith("cog-") or name.count("-") < 2:
+        raise ValueError(f"{name!r} is not a CoG task name (cog-<level>-<all|Nshot>)")
+    level, _, shots = name[4:].rpartition("-")
+    return level, shots.removesuffix("shot")

@@ -1,0 +1,64 @@
+"""`lifelong cog run` wiring on a synthetic features set: runs per (level, shots, seed), resume, table, report."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from suites.test_cog import write_features_set
+from typer.testing import CliRunner
+
+from lifelong.cli import app
+from lifelong.commands.cog import cog_run_specs, cog_top1, print_cog_table, run_cog_specs
+from lifelong.commands.runner import execute
+from lifelong.report.html import write_report
+
+
+@pytest.fixture
+def root(tmp_path):
+    write_features_set(tmp_path / "data" / "cog-features" / "toy")
+    return tmp_path
+
+
+def specs_for(root, **changes):
+    options = dict(levels=None, shots="all,2", seeds=2, probe="fast", out=root / "runs", resume=False)
+    options |= dict(overwrite=False, data_root=root / "data", threads=1, progress=False)
+    return cog_run_specs("toy", "cog-mini", **{**options, **changes})
+
+
+def test_fan_out_results_table_and_results_command(root, capsys):
+    specs = specs_for(root)
+    assert len(specs) == 3 * 2 * 2 and {s.seed for s in specs} == {22, 37}
+    results = run_cog_specs(specs)
+    top1 = cog_top1(results)
+    assert set(top1) == {(lv, s) for lv in ("seen", "L1", "L2") for s in ("all", "2")}
+    assert all(len(v) == 2 for v in top1.values())
+    print_cog_table(results, title="toy")
+    assert "relative to seen" in capsys.readouterr().out
+    assert (root / "runs" / "results.sqlite").is_file()
+    listed = CliRunner().invoke(app, ["results", "--out", str(root / "runs"), "--json"])
+    assert listed.exit_code == 0, listed.output
+    assert listed.output.count('"linear-probe"') >= len(specs)
+
+    page = write_report([s.folder for s in specs], root / "report")
+    assert "cog.html" in page.read_text()
+    cog = (root / "report" / "cog.html").read_text()
+    assert "Relative top-1" in cog and "L2" in cog
+    assert (root / "report" / "cog_levels.png").is_file() and (root / "report" / "cog_few_shot_0.png").is_file()
+
+
+def test_interrupted_run_resumes_to_the_same_numbers_and_finished_runs_are_kept(root):
+    spec = specs_for(root, levels="seen", shots="all,2", seeds=1)
+    whole = execute(dataclasses.replace(spec[0], out=str(root / "whole")))
+    spec = specs_for(root, levels="seen", shots="all,2", seeds=1)[0]
+    execute(dataclasses.replace(spec, stop_after=1))
+    resumed = run_cog_specs([dataclasses.replace(spec, resume=True)])[0]
+    errors = [(r["task"], r["error"]) for r in resumed["records"] if r["type"] == "predict"]
+    assert errors == [(r["task"], r["error"]) for r in whole["records"] if r["type"] == "predict"]
+    again = run_cog_specs([dataclasses.replace(spec, resume=True)])[0]  # finished: read back, not rerun
+    assert [(r["task"], r["error"]) for r in again["records"] if r["type"] == "predict"] == errors
+
+
+def test_cli_errors_without_encoder(tmp_path):
+    result = CliRunner().invoke(app, ["cog", "run", "--encoder", str(tmp_path / "none.pt")])
+    assert result.exit_code != 0 and "lifelong cog pretrain" in result.output

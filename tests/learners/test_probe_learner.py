@@ -1,0 +1,47 @@
+"""linear-probe: options, fresh probe per task, few-shot tasks, scores for the evaluation split, determinism."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from suites.test_cog import write_features_set
+
+from lifelong.learners import make_learner
+from lifelong.run.environment import run
+from lifelong.suites.cog import cog_stream
+
+
+@pytest.fixture
+def stream(tmp_path):
+    return cog_stream(str(write_features_set(tmp_path / "set")), shots="all,2")
+
+
+def test_runs_the_stream_and_separable_levels_score_high(stream):
+    result = run(make_learner("linear-probe"), stream, seed=22)
+    errors = {r["task"]: r["error"] for r in result.records if r["type"] == "predict"}
+    assert set(errors) == {t.key.uid for t in stream.tasks}
+    assert errors["cog-seen-all"] < 0.2  # well-separated clusters
+    assert result.learner_state["probe"]["method"] == "fast"
+
+
+def test_same_seed_same_scores_and_predict_checks_task(stream):
+    learner = make_learner("linear-probe")
+    events = stream.events()
+    train = events[0]
+    stream.splits(0)
+    state_a, _ = learner.train(train, learner.init(37))
+    state_b, _ = learner.train(train, learner.init(37))
+    assert np.array_equal(state_a["weight"], state_b["weight"])
+    scores = learner.predict(events[1], state_a)
+    assert scores.shape == (len(events[1].dataset), stream.tasks[0].key.num_classes)
+    other = next(e for e in events if e.task.uid != train.task.uid and type(e).__name__ == "PredictEvent")
+    with pytest.raises(ValueError, match="trained on"):
+        learner.predict(other, state_a)
+
+
+def test_options_are_checked():
+    assert make_learner("linear-probe", probe="reference", trials=2, epochs=3).config.trials == 2
+    with pytest.raises(ValueError, match="probe must be one of"):
+        make_learner("linear-probe", probe="slow")
+    with pytest.raises(ValueError, match="unknown"):
+        make_learner("linear-probe", lr=0.1)

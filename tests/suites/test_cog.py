@@ -1,0 +1,72 @@
+"""The CoG stream over a features set: tasks per (level, shots), splits, options, and clear errors."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from lifelong.suites import get_stream
+from lifelong.suites.cog import (
+    FORMAT,
+    INDEX_FILE,
+    CogFeaturesError,
+    cog_stream,
+    parse_shots,
+    split_task_name,
+)
+
+
+def write_features_set(folder, levels=("seen", "L1", "L2"), classes=4, train=20, test=6, dim=8, seed=0):
+    """A features set laid out as `lifelong cog run` writes it: separability falls level by level."""
+    rng = np.random.default_rng(seed)
+    index = {"format": FORMAT, "dataset": "cog-mini", "encoder": {"name": "toy"}, "levels": []}
+    for number, level in enumerate(levels):
+        centres = rng.normal(size=(classes, dim)) * (3.0 / (1 + number))
+        for split, per in (("train", train), ("test", test)):
+            labels = np.repeat(np.arange(classes), per)
+            x = (centres[labels] + rng.normal(size=(len(labels), dim))).astype(np.float16)
+            where = folder / level / split
+            where.mkdir(parents=True)
+            np.save(where / "features.npy", x)
+            np.save(where / "labels.npy", labels.astype(np.int64))
+            (where / "manifest.json").write_text(json.dumps({"complete": True, "rows": len(labels)}))
+        wnids = [f"n{number:04d}{k:04d}" for k in range(classes)]
+        index["levels"].append({"name": level, "wnids": wnids})
+    (folder / INDEX_FILE).write_text(json.dumps(index))
+    return folder
+
+
+def test_tasks_per_level_and_shots_with_feature_splits(tmp_path):
+    folder = write_features_set(tmp_path / "set")
+    stream = cog_stream(str(folder), levels="seen,2", shots="all,2")
+    assert [t.key.uid for t in stream.tasks] == ["cog-seen-all", "cog-seen-2shot", "cog-L2-all", "cog-L2-2shot"]
+    assert stream.tasks[1].key.metadata["shots"] == 2 and stream.tasks[0].key.metadata["shots"] is None
+    splits = stream.splits(2)
+    assert splits.train.is_features and splits.train.images.dtype == np.float32
+    assert len(splits.train) == 80 and len(splits.dev) == 0 and len(splits.test) == 24
+    assert np.array_equal(splits.dev_test.labels(), splits.test.labels())
+    assert split_task_name("cog-L2-2shot") == ("L2", "2") and split_task_name("cog-seen-all") == ("seen", "all")
+
+
+def test_registered_streams_by_name_and_data_root(tmp_path):
+    write_features_set(tmp_path / "cog-features" / "toy")
+    stream = get_stream("cog-mini", data_root=str(tmp_path), features="toy", eval_split="test")
+    assert stream.name == "cog-mini:toy:seen+L1+L2:all" and len(stream.tasks) == 3
+    assert get_stream("cog", data_root=str(tmp_path), features="toy", levels="1").tasks[0].key.uid == "cog-L1-all"
+
+
+def test_errors_say_what_to_do(tmp_path):
+    with pytest.raises(CogFeaturesError, match="lifelong cog run"):
+        cog_stream(None)
+    with pytest.raises(CogFeaturesError, match="lifelong cog run"):
+        cog_stream(str(tmp_path / "nowhere"))
+    folder = write_features_set(tmp_path / "set")
+    with pytest.raises(ValueError, match="choose among"):
+        cog_stream(str(folder), levels="7")
+    with pytest.raises(ValueError, match="shots"):
+        parse_shots("all,0")
+    (folder / "L1" / "test" / "manifest.json").write_text(json.dumps({"complete": False}))
+    with pytest.raises(CogFeaturesError, match="unfinished"):
+        cog_stream(str(folder), levels="1").splits(0)
