@@ -45,3 +45,18 @@ def test_options_are_checked():
         make_learner("linear-probe", probe="slow")
     with pytest.raises(ValueError, match="unknown"):
         make_learner("linear-probe", lr=0.1)
+
+
+def test_scores_with_the_probes_own_classifier(stream):
+    """The learner keeps the probe's final classifier: its scores reproduce the probe's test top-1."""
+    from lifelong.learners.probe import _features
+    from lifelong.training.probes import fast_probe
+
+    learner = make_learner("linear-probe")
+    train = stream.events()[0]
+    state, _ = learner.train(train, learner.init(45))
+    x, y = _features(train.train_and_dev, "test")
+    result = fast_probe(x, y, x, y, seed=45, shots=None, class_names=train.task.class_names or None, device=None)
+    assert np.array_equal(state["weight"], result.weight) and np.array_equal(state["bias"], result.bias)
+    top1 = 100.0 * float(np.mean(np.argmax(x @ result.weight + result.bias, axis=1) == y))
+    assert top1 == pytest.approx(result.test_top1, abs=1e-6)

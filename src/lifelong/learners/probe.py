@@ -1,15 +1,14 @@
 """A linear probe on pre-extracted features (ImageNet-CoG, spec/imagenet_cog.md section 2), fresh for every task.
 
-`train` tunes (lr, weight decay) with `lifelong.training.probes` (`-o probe=fast|reference`; the probe's own
-stratified 20% validation split, few-shot rows drawn from the other 80%), then fits the final linear classifier
-with the chosen pair on all training rows (or the same shots) so that `predict` can score any evaluation split:
-the probes report test top-1 but hand back no weights. The run seed is the protocol seed (22, 37, 45, 77, 93).
+`train` runs a probe of `lifelong.training.probes` (`-o probe=fast|reference`: (lr, weight decay) tuned on the
+probe's own stratified 20% validation split, few-shot rows drawn from the other 80%, then the final classifier
+retrained on all training rows or the same shots) and keeps the probe's classifier, with which `predict` scores
+any evaluation split. The run seed is the protocol seed (22, 37, 45, 77, 93).
 The task's `metadata["shots"]` (None: all data) selects the few-shot protocol.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -17,12 +16,9 @@ import numpy as np
 
 from lifelong.core.events import PredictEvent, TrainEvent
 from lifelong.core.resources import Resources
-from lifelong.core.seeds import derive_seed
 from lifelong.learners.options import configure
 
 PROBES = ("fast", "reference")
-BATCH_SIZE = 1024  # the protocol's minibatch
-MOMENTUM = 0.9
 
 
 @dataclass(frozen=True)
@@ -45,7 +41,7 @@ class ProbeConfig:
 
 
 class LinearProbeLearner:
-    """Linear probe on frozen features (CoG): tunes lr/wd on a 20% split, refits, scores; `-o probe=fast|reference`"""
+    """Linear probe on frozen features (CoG): tune lr/wd on a 20% split, retrain, score; `-o probe=fast|reference`."""
 
     name = "linear-probe"
 
@@ -73,12 +69,10 @@ class LinearProbeLearner:
         probe = fast_probe if self.config.probe == "fast" else reference_probe
         # the probes need a test split; the training rows stand in (their top-1 is kept as a diagnostic)
         result = probe(x, y, x, y, **options)
-        rows = _final_rows(y, shots, seed, names)
-        weight, bias = _fit_linear(
-            x[rows], y[rows], event.task.num_classes, result.lr, result.weight_decay, result.epochs, seed, options
-        )
+        weight, bias = result.weight, result.bias  # the probe's own final classifier
+        final_rows = len(y) if shots is None else int(shots) * event.task.num_classes
         runs = len(result.trials) * (0.8 if shots is None else 1.0) + 1
-        flops = 6.0 * len(rows) * x.shape[1] * event.task.num_classes * result.epochs * runs  # fwd + bwd per row
+        flops = 6.0 * final_rows * x.shape[1] * event.task.num_classes * result.epochs * runs  # fwd + bwd per row
         probe_record = {
             "method": result.method,
             "lr": result.lr,
@@ -117,49 +111,3 @@ def _features(dataset, doing: str) -> tuple[np.ndarray, np.ndarray]:
     if not parts:
         raise ValueError(f"{doing}: {dataset!r} is empty")
     return np.concatenate([p[0] for p in parts]).astype(np.float32), np.concatenate([p[1] for p in parts])
-
-
-def _final_rows(labels: np.ndarray, shots: int | None, seed: int, names) -> np.ndarray:
-    """Rows the final classifier trains on: all, or the shots drawn from the 80% split as the probes draw them."""
-    from lifelong.training.probes import few_shot_indices, stratified_split
-
-    if shots is None:
-        return np.arange(len(labels))
-    tune, _ = stratified_split(labels, seed=derive_seed(seed, 1))
-    return tune[few_shot_indices(labels[tune], shots, seed=derive_seed(seed, 2), names=names)]
-
-
-def _fit_linear(
-    x: np.ndarray,
-    y: np.ndarray,
-    classes: int,
-    lr: float,
-    weight_decay: float,
-    epochs: int,
-    seed: int,
-    options: dict[str, Any],
-) -> tuple[np.ndarray, np.ndarray]:
-    """nn.Linear + cross-entropy, SGD momentum 0.9, batch 1024, cosine decay per epoch: (weight [D, C], bias [C])."""
-    import torch
-
-    device = torch.device(options["device"] or ("cuda" if torch.cuda.is_available() else "cpu"))
-    generator = torch.Generator().manual_seed(derive_seed(seed, 8) % (2**63))
-    model = torch.nn.Linear(x.shape[1], classes).to(device)
-    with torch.no_grad():
-        bound = 1.0 / math.sqrt(x.shape[1])
-        model.weight.copy_(torch.empty_like(model.weight, device="cpu").uniform_(-bound, bound, generator=generator))
-        model.bias.copy_(torch.empty_like(model.bias, device="cpu").uniform_(-bound, bound, generator=generator))
-    optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=MOMENTUM, weight_decay=weight_decay)
-    features, labels = torch.from_numpy(x).to(device), torch.from_numpy(y).to(device)
-    for epoch in range(epochs):
-        for group in optimizer.param_groups:
-            group["lr"] = lr * 0.5 * (1.0 + math.cos(math.pi * epoch / epochs))
-        order = torch.randperm(len(y), generator=generator).to(device)
-        for start in range(0, len(y), BATCH_SIZE):
-            batch = order[start : start + BATCH_SIZE]
-            loss = torch.nn.functional.cross_entropy(model(features[batch]), labels[batch])
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
-    weight = model.weight.detach().cpu().numpy().T.astype(np.float32)
-    return np.ascontiguousarray(weight), model.bias.detach().cpu().numpy().astype(np.float32)

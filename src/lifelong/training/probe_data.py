@@ -12,7 +12,7 @@ import mmap
 import os
 import weakref
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -222,6 +222,8 @@ class ProbeResult:
     wall_seconds: float
     trials: tuple[TrialRecord, ...]
     shots: int | None = None
+    weight: np.ndarray | None = field(default=None, repr=False, compare=False)  # the final classifier [D, C]
+    bias: np.ndarray | None = field(default=None, repr=False, compare=False)  # [C]; scores = x @ weight + bias
 
 
 @dataclass(frozen=True)

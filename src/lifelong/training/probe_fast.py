@@ -225,4 +225,6 @@ def fast_probe(
         wall_seconds=time.perf_counter() - started,
         trials=records,
         shots=shots,
+        weight=averaged.weight[0].detach().cpu().numpy().astype(np.float32),
+        bias=averaged.bias[0].detach().cpu().numpy().astype(np.float32),
     )

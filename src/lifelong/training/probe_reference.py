@@ -176,4 +176,6 @@ def reference_probe(
         wall_seconds=time.perf_counter() - started,
         trials=tuple(records),
         shots=shots,
+        weight=np.ascontiguousarray(model.weight.detach().cpu().numpy().T, dtype=np.float32),
+        bias=model.bias.detach().cpu().numpy().astype(np.float32),
     )
