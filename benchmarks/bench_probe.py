@@ -8,14 +8,15 @@ with C - 1 other classes).
 
 Two sets, each run through both probes with the same seed(s), reference first:
   (i)  small:  --small-classes x --small-per-class training images (x --small-test-per-class test) x --small-dim
-  (ii) level:  --classes x --per-class (x --test-per-class) x --dim, 1,000 concepts as a level has; its size is
-       the largest whose reference side (31 runs x 100 epochs) takes ~10-15 minutes on a 2-core CPU.
+  (ii) level:  --classes x --per-class (x --test-per-class) x --dim, 1,000 concepts as a level has (the
+       default 1,000 x 50 x 64-d took 2,396 s on the reference side, 31 runs x 100 epochs, on a loaded 2-core CPU).
 Printed per set: both wall times, both test top-1s, the accuracy difference and the time ratio reference / fast.
 
---scale writes a full-size level (default 1,000 x 1,300 x 2,048) as a float16 memmap in a temp dir, in chunks,
-and runs the fast probe through it with --scale-epochs and --scale-lr-points (one weight decay), measuring wall
-time, training throughput and peak RSS (resource.getrusage); the time of the default fast probe at that size is
-extrapolated from the measured throughput and printed as such.
+--scale writes a full-size level (default 1,000 x 1,300 x 2,048) as a float16 features set in a temp dir, in
+chunks, opens it through the CoG stream (the path `lifelong cog run` takes), and runs the fast probe through it
+with --scale-epochs and --scale-lr-points (one weight decay), measuring wall time, training throughput and peak
+RSS (resource.getrusage); the time of the default fast probe at that size is extrapolated from the measured
+throughput and printed as such.
 
 Run: python benchmarks/bench_probe.py [--quick] [--set small|level|both] [--classes 1000 --per-class 50
      --dim 64 --test-per-class 50] [--seeds 22] [--threads 1] [--device cpu|cuda] [--scale --scale-epochs 1]
@@ -24,6 +25,7 @@ Run: python benchmarks/bench_probe.py [--quick] [--set small|level|both] [--clas
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import platform
@@ -36,6 +38,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from lifelong.data.feature_files import FEATURES_FILE, LABELS_FILE, MANIFEST_FILE
+from lifelong.data.feature_files import FORMAT as FEATURES_FORMAT
+from lifelong.suites.cog import FORMAT as COG_FORMAT
+from lifelong.suites.cog import INDEX_FILE, cog_stream
 from lifelong.training.loop import set_torch_threads
 from lifelong.training.probe_fast import FAST_EPOCHS, FINAL_HEADS, LR_POINTS, WEIGHT_DECAYS
 from lifelong.training.probes import fast_probe, population_std, reference_probe
@@ -61,24 +67,34 @@ def synthetic_level(classes, per_class, test_per_class, dim, noise, seed=0):
 
 
 def write_memmap_level(folder, classes, per_class, test_per_class, dim, noise, seed=0, chunk_classes=10):
-    """The same kind of level, written class chunk by class chunk to float16 files and opened as read-only
-    memmaps. Plain file writes, not a writable memmap: pages written through a mapping count in this process's
-    RSS, and the point is to measure the probe's."""
+    """The same kind of level, written class chunk by class chunk as a toolkit features set (the layout `lifelong
+    cog run` writes: cog.json + L1/<split>/ features.npy float16, labels.npy, manifest.json) and read back through
+    the CoG stream, whose splits memory-map it. Plain file writes, not a writable memmap: pages written through a
+    mapping count in this process's RSS, and the point is to measure the reading side's."""
     rng = np.random.default_rng(seed)
     means = rng.standard_normal((classes, dim), dtype=np.float32)
     means /= np.linalg.norm(means, axis=1, keepdims=True)
-    arrays = []
+    root = Path(folder)
     for name, n in (("train", per_class), ("test", test_per_class)):
-        path = Path(folder) / f"{name}.f16"
-        with open(path, "wb") as handle:
+        where = root / "L1" / name
+        where.mkdir(parents=True)
+        with open(where / FEATURES_FILE, "wb") as handle:
+            header = {"descr": np.dtype(np.float16).str, "fortran_order": False, "shape": (classes * n, dim)}
+            np.lib.format.write_array_header_2_0(handle, header)
             for first in range(0, classes, chunk_classes):
                 y = np.repeat(np.arange(first, min(classes, first + chunk_classes)), n)
                 block = means[y] + rng.standard_normal((y.size, dim), dtype=np.float32) * noise
                 block /= np.linalg.norm(block, axis=1, keepdims=True)
                 handle.write(block.astype(np.float16).tobytes())
-        arrays.append(np.memmap(path, dtype=np.float16, mode="r", shape=(classes * n, dim)))
-        arrays.append(np.repeat(np.arange(classes), n))
-    return arrays
+        np.save(where / LABELS_FILE, np.repeat(np.arange(classes, dtype=np.int64), n))
+        manifest = {"format": FEATURES_FORMAT, "complete": True, "rows": classes * n, "feature_dim": dim}
+        (where / MANIFEST_FILE).write_text(json.dumps(manifest))
+    wnids = [f"n{k:08d}" for k in range(classes)]
+    index = {"format": COG_FORMAT, "dataset": "synthetic", "levels": [{"name": "L1", "wnids": wnids}]}
+    (root / INDEX_FILE).write_text(json.dumps(index))
+    splits = cog_stream(str(root)).splits(0)  # checks every row is finite, block by block
+    train, test = splits.train_and_dev(), splits.test
+    return train.images, train.labels(), test.images, test.labels()
 
 
 def peak_rss_gib() -> float:
@@ -133,9 +149,11 @@ def scale(args) -> None:
         started = time.perf_counter()
         data = write_memmap_level(folder, classes, per_class, test_per_class, dim, noise)
         print(
-            f"wrote the memmaps in {time.perf_counter() - started:.1f} s; peak RSS so far {peak_rss_gib():.2f} GiB",
+            f"wrote the features set and opened its splits through the CoG stream (memmaps, every row checked "
+            f"finite) in {time.perf_counter() - started:.1f} s; peak RSS so far {peak_rss_gib():.2f} GiB",
             flush=True,
         )
+        assert isinstance(data[0], np.memmap), "the stream must hand over the memmap, not a copy"
         weight_decays = WEIGHT_DECAYS[1:2]
         result = fast_probe(
             *data,

@@ -45,6 +45,8 @@ def test_fan_out_results_table_and_results_command(root, capsys):
     cog = (root / "report" / "cog.html").read_text()
     assert "Relative top-1" in cog and "L2" in cog
     assert (root / "report" / "cog_levels.png").is_file() and (root / "report" / "cog_few_shot_0.png").is_file()
+    assert not list((root / "report").glob("task_errors_*.png"))  # one-task probe runs: the CoG page draws them
+    assert "drawn on the CoG page" in page.read_text()
 
 
 def test_interrupted_run_resumes_to_the_same_numbers_and_finished_runs_are_kept(root):
@@ -62,3 +64,28 @@ def test_interrupted_run_resumes_to_the_same_numbers_and_finished_runs_are_kept(
 def test_cli_errors_without_encoder(tmp_path):
     result = CliRunner().invoke(app, ["cog", "run", "--encoder", str(tmp_path / "none.pt")])
     assert result.exit_code != 0 and "lifelong cog pretrain" in result.output
+
+
+def test_pretrain_random_saves_a_seeded_untrained_control(tmp_path):
+    import torch
+
+    from lifelong.training.encoders import load_encoder
+
+    paths = [tmp_path / name for name in ("a.pt", "b.pt", "c.pt")]
+    for path, seed in zip(paths, (0, 0, 1), strict=True):
+        result = CliRunner().invoke(
+            app, ["cog", "pretrain", "--kind", "random", "--seed", str(seed), "--out", str(path)]
+        )
+        assert result.exit_code == 0, result.output
+    weights = [list(load_encoder(p).parameters()) for p in paths]
+    assert all(torch.equal(a, b) for a, b in zip(weights[0], weights[1], strict=True))
+    assert not all(torch.equal(a, c) for a, c in zip(weights[0], weights[2], strict=True))
+    wrong = CliRunner().invoke(app, ["cog", "pretrain", "--kind", "imagenet", "--out", str(tmp_path / "d.pt")])
+    assert wrong.exit_code != 0 and "supervised, simclr or random" in wrong.output
+
+
+def test_shots_above_what_a_level_gives_fail_before_any_run(root):
+    specs_for(root, shots="16")  # 20 training rows per concept: 16 left after the 20% validation split
+    with pytest.raises(ValueError, match=r"--shots 17 is more than level 'seen' can give: concept n0000000\d has 16"):
+        specs_for(root, shots="all,17")
+    assert not (root / "runs").exists()

@@ -60,3 +60,17 @@ def test_scores_with_the_probes_own_classifier(stream):
     assert np.array_equal(state["weight"], result.weight) and np.array_equal(state["bias"], result.bias)
     top1 = 100.0 * float(np.mean(np.argmax(x @ result.weight + result.bias, axis=1) == y))
     assert top1 == pytest.approx(result.test_top1, abs=1e-6)
+
+
+def test_memory_mapped_features_go_to_the_probe_uncopied_and_train_as_in_memory(stream):
+    """A level is handed to the probe as its float16 memmap (never loaded whole); same classifier as float32 rows."""
+    from lifelong.learners.probe import _features
+    from lifelong.training.probes import fast_probe
+
+    train = stream.events()[0]
+    x, y = _features(train.train_and_dev, "test")
+    assert isinstance(x, np.memmap) and x.dtype == np.float16
+    mapped = fast_probe(x, y, x, y, seed=22, device="cpu")
+    in_memory = np.asarray(x, dtype=np.float32)
+    loaded = fast_probe(in_memory, y, in_memory, y, seed=22, device="cpu")
+    assert np.array_equal(mapped.weight, loaded.weight) and mapped.test_top1 == loaded.test_top1

@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 
+from lifelong.data.feature_files import FORMAT as FEATURES_FORMAT
 from lifelong.suites import get_stream
 from lifelong.suites.cog import (
     FORMAT,
@@ -31,7 +32,8 @@ def write_features_set(folder, levels=("seen", "L1", "L2"), classes=4, train=20,
             where.mkdir(parents=True)
             np.save(where / "features.npy", x)
             np.save(where / "labels.npy", labels.astype(np.int64))
-            (where / "manifest.json").write_text(json.dumps({"complete": True, "rows": len(labels)}))
+            manifest = {"format": FEATURES_FORMAT, "complete": True, "rows": len(labels), "feature_dim": dim}
+            (where / "manifest.json").write_text(json.dumps(manifest))
         wnids = [f"n{number:04d}{k:04d}" for k in range(classes)]
         index["levels"].append({"name": level, "wnids": wnids})
     (folder / INDEX_FILE).write_text(json.dumps(index))
@@ -44,7 +46,9 @@ def test_tasks_per_level_and_shots_with_feature_splits(tmp_path):
     assert [t.key.uid for t in stream.tasks] == ["cog-seen-all", "cog-seen-2shot", "cog-L2-all", "cog-L2-2shot"]
     assert stream.tasks[1].key.metadata["shots"] == 2 and stream.tasks[0].key.metadata["shots"] is None
     splits = stream.splits(2)
-    assert splits.train.is_features and splits.train.images.dtype == np.float32
+    assert splits.train.is_features and splits.train.images.dtype == np.float16  # stored rows, memory-mapped
+    assert isinstance(splits.train.images, np.memmap) and splits.train_and_dev().images is splits.train.images
+    assert next(splits.train.batches(8)).images.dtype == np.float32
     assert len(splits.train) == 80 and len(splits.dev) == 0 and len(splits.test) == 24
     assert np.array_equal(splits.dev_test.labels(), splits.test.labels())
     assert split_task_name("cog-L2-2shot") == ("L2", "2") and split_task_name("cog-seen-all") == ("seen", "all")
@@ -67,6 +71,11 @@ def test_errors_say_what_to_do(tmp_path):
         cog_stream(str(folder), levels="7")
     with pytest.raises(ValueError, match="shots"):
         parse_shots("all,0")
-    (folder / "L1" / "test" / "manifest.json").write_text(json.dumps({"complete": False}))
-    with pytest.raises(CogFeaturesError, match="unfinished"):
+    manifest = folder / "L1" / "test" / "manifest.json"
+    unfinished = json.loads(manifest.read_text()) | {"complete": False, "files_done": 3, "inputs": {"count": 12}}
+    manifest.write_text(json.dumps(unfinished))
+    with pytest.raises(CogFeaturesError, match=r"test features of level 'L1'.*unfinished \(3 of 12"):
         cog_stream(str(folder), levels="1").splits(0)
+    np.save(folder / "L2" / "train" / "labels.npy", np.zeros(5, np.int64))
+    with pytest.raises(CogFeaturesError, match=r"level 'L2'.*has 80 rows but .*labels.npy has 5 labels"):
+        cog_stream(str(folder), levels="2").splits(0)

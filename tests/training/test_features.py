@@ -16,17 +16,16 @@ import torch
 from PIL import Image
 from support import write_corrupt_png
 
-from lifelong.data.sources.concept_folders import scan_concept_folders
-from lifelong.training.features import (
+from lifelong.data.feature_files import (
     FEATURES_FILE,
     LABELS_FILE,
     MANIFEST_FILE,
     FeatureFileError,
-    extract_features,
     feature_files,
     load_features,
-    load_square,
 )
+from lifelong.data.sources.concept_folders import scan_concept_folders
+from lifelong.training.features import extract_features, load_square
 
 WNIDS = ("n01440764", "n01443537", "n01484850")
 FACTORY = textwrap.dedent(

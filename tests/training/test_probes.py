@@ -9,7 +9,7 @@ import torch
 
 from lifelong.core.seeds import derive_seed
 from lifelong.training import probe_reference
-from lifelong.training.probe_data import FeatureRows, prepare_probe
+from lifelong.training.probe_data import FeatureRows, few_shot_capacity, prepare_probe
 from lifelong.training.probe_fast import Heads, fast_epochs, train_heads
 from lifelong.training.probe_reference import cosine_lr, train_linear
 from lifelong.training.probes import (
@@ -189,3 +189,17 @@ def test_memmap_rows_are_read_from_the_file_exactly_views_included(tmp_path, hea
         order = rng.permutation(len(expected))
         got = np.concatenate([b.numpy() for b, _ in rows.batches(order, 64, rng=None)])
         assert np.array_equal(got, expected[order].astype(np.float32))
+
+
+def test_few_shot_capacity_is_what_the_validation_split_leaves_the_smallest_class():
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        counts = rng.integers(1, 40, size=int(rng.integers(1, 8)))
+        labels = rng.permutation(np.repeat(np.arange(counts.size), counts))
+        train, _ = stratified_split(labels, seed=1)
+        left = np.bincount(labels[train], minlength=counts.size)  # brute force: split, then count per class
+        most, limiting = few_shot_capacity(labels)
+        assert most == left.min() and left[limiting] == most
+        few_shot_indices(labels[train], most, seed=0)  # the capacity can be drawn; one more cannot
+        with pytest.raises(ValueError, match="use at most"):
+            few_shot_indices(labels[train], most + 1, seed=0)

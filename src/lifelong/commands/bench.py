@@ -12,7 +12,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from lifelong.commands.terminal import console, error_console, fail
+from lifelong.commands.terminal import console, error_console, fail, note
 from lifelong.sortsearch.registry import SAMPLE_FIELDS
 
 bench_app = typer.Typer(
@@ -30,11 +30,6 @@ def _open(store: Path):
         return BenchStore.open(store)
     except (FileNotFoundError, NotADirectoryError, ValueError) as exc:
         raise fail(f"{store} is not a readable benchmark store: {exc}") from None
-
-
-def _note(text: str) -> None:
-    """A yellow note on the terminal (stderr): something the user should know that is not an error."""
-    error_console.print(f"[yellow]note:[/] {escape(text)}")
 
 
 def _csv_rows(path: Path, columns: tuple[str, ...], what: str) -> list[dict[str, str]]:
@@ -139,7 +134,7 @@ def import_matrix(
             if len(names) != dense.shape[0]:
                 raise ValueError(f"{models} lists {len(names)} models but {matrix} has {dense.shape[0]} rows")
         for leftover in sorted(store.parent.glob(f".{store.name}.*.partial")):
-            _note(f"{leftover} looks left behind by an interrupted import or create; delete it to free the space")
+            note(f"{leftover} looks left behind by an interrupted import or create; delete it to free the space")
         with BenchStore.building(store, replace_empty=True) as bench:
             bench.add_samples(records)
             for i0 in range(0, dense.shape[0], 256):
@@ -453,7 +448,7 @@ def build_zoo_cli(
             severities=_severities(severities),
             seed=seed,
         )
-        info = build_zoo(out, settings, executor=executor, num_cpus=num_cpus, on_note=_note)
+        info = build_zoo(out, settings, executor=executor, num_cpus=num_cpus, on_note=note)
     except (FileNotFoundError, ValueError) as exc:
         raise fail(exc) from None
     console.print_json(json.dumps(info, default=str))

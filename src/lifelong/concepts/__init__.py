@@ -18,6 +18,7 @@ from lifelong.concepts.levels import (
 )
 from lifelong.concepts.similarity import SET_SIMILARITIES, lcs_ic, pairwise
 from lifelong.concepts.taxonomy import CorpusNotice, Taxonomy, build_taxonomy
+from lifelong.concepts.text_similarity import TEXT_KINDS, text_to_seen
 from lifelong.concepts.wnids import (
     ConceptError,
     MalformedWnidError,
@@ -33,6 +34,7 @@ __all__ = [
     "FILTERS",
     "ORDERS",
     "SET_SIMILARITIES",
+    "TEXT_KINDS",
     "ConceptError",
     "CorpusNotice",
     "Eligible",
@@ -64,4 +66,5 @@ __all__ = [
     "read_wnids",
     "similarity_to_seen",
     "taxonomy",
+    "text_to_seen",
 ]

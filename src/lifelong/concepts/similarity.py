@@ -18,9 +18,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from lifelong.concepts.taxonomy import Taxonomy
+from lifelong.concepts.text_similarity import text_to_seen
 
 INF = 1e300  # nltk's stand-in for an infinite Jiang-Conrath similarity
 BATCH = 512
+GRAPH_MEASURES = ("lin", "wup", "jcn")
 
 
 class _Gather:
@@ -143,7 +145,7 @@ def pairwise(tax: Taxonomy, a: np.ndarray, b: np.ndarray, measure: str = "lin") 
         return _lin(tax.ic[a], tax.ic[b], lcs)
     if measure == "jcn":
         return _jcn(tax.ic[a], tax.ic[b], lcs, a[:, None] == b[None, :])
-    raise ValueError(f"unknown similarity {measure!r}; choose one of {sorted(SET_SIMILARITIES)}")
+    raise ValueError(f"unknown similarity {measure!r}; choose one of {sorted(GRAPH_MEASURES)}")
 
 
 def _max_to_seen(measure: str) -> Callable[[Taxonomy, np.ndarray, np.ndarray], np.ndarray]:
@@ -171,8 +173,10 @@ def _max_to_seen(measure: str) -> Callable[[Taxonomy, np.ndarray, np.ndarray], n
 # Similarity of each candidate to a seen set, by name: `(taxonomy, candidate indices, seen indices) -> array`.
 # Extension point: a text-embedding similarity (cosine between embeddings of concept names or glosses) registers
 # here under its own name with this signature; it may ignore the graph and read `taxonomy.wnids` and `.lemmas`.
+# `text` is one: its module imports the sentence model (and torch) only when it has texts to embed.
 SET_SIMILARITIES: dict[str, Callable[[Taxonomy, np.ndarray, np.ndarray], np.ndarray]] = {
-    name: _max_to_seen(name) for name in ("lin", "wup", "jcn")
+    **{name: _max_to_seen(name) for name in GRAPH_MEASURES},
+    "text": text_to_seen,
 }
 
 

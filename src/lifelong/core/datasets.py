@@ -9,6 +9,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from lifelong.core.arrays import first_non_finite_row
 from lifelong.core.tasks import TaskKey, TaskKind
 
 
@@ -80,23 +81,26 @@ def check_labels(
     return labels
 
 
+FEATURE_DTYPES = (np.dtype(np.float32), np.dtype(np.float16))
+
+
 class ArrayDataset:
     """A split held in memory (or a memory-mapped array): images [N, H, W, C] uint8 and labels.
 
-    Items may instead be pre-extracted features, float32 [N, D] (e.g. CLEAR's released feature files): then
-    `is_features` is True and `image_shape` is (D,); learners that need pixels say so.
+    Items may instead be pre-extracted features [N, D], float32 or float16 (CLEAR's released feature files, CoG's
+    memory-mapped feature sets): then `is_features` is True, `image_shape` is (D,), `batches` yields float32
+    rows, and the array is never copied whole; learners that need pixels say so.
     """
 
     def __init__(self, task: TaskKey, split: str, images: np.ndarray, labels: np.ndarray) -> None:
-        images = np.asarray(images)
-        is_features = images.ndim == 2 and images.dtype == np.float32
+        images = images if isinstance(images, np.ndarray) else np.asarray(images)
+        is_features = images.ndim == 2 and images.dtype in FEATURE_DTYPES
         if not is_features and (images.ndim != 4 or images.dtype != np.uint8):
             raise ValueError(
-                f"task {task.uid!r} split {split!r}: images must be uint8 [N, H, W, C] (or features float32 [N, D]), "
-                f"got {images.dtype} {images.shape}"
+                f"task {task.uid!r} split {split!r}: images must be uint8 [N, H, W, C] (or features float32/float16 "
+                f"[N, D]), got {images.dtype} {images.shape}"
             )
-        if is_features and not np.isfinite(images).all():
-            row = int(np.flatnonzero(~np.isfinite(images).all(axis=1))[0])
+        if is_features and (row := first_non_finite_row(images)) is not None:
             raise ValueError(f"task {task.uid!r} split {split!r}: item {row} has non-finite feature values")
         self.task = task
         self.split = split
@@ -147,9 +151,12 @@ class ArrayDataset:
             idx = order[start : start + batch_size]
             if not shuffle:  # contiguous slices avoid a copy through fancy indexing
                 sl = slice(start, start + len(idx))
-                yield Batch(self.images[sl], self._labels[sl], idx)
+                images, labels = self.images[sl], self._labels[sl]
             else:
-                yield Batch(self.images[idx], self._labels[idx], idx)
+                images, labels = self.images[idx], self._labels[idx]
+            if self.is_features and images.dtype != np.float32:
+                images = images.astype(np.float32)
+            yield Batch(images, labels, idx)
 
 
 class LazyDataset:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -34,6 +35,10 @@ class TaskSplits:
         return getattr(self, split)
 
     def train_and_dev(self) -> ArrayDataset:
+        if len(self.dev) == 0:  # no copy: a memory-mapped train split stays mapped
+            union = copy.copy(self.train)
+            union.split = "train_and_dev"
+            return union
         return ArrayDataset(
             self.train.task,
             "train_and_dev",

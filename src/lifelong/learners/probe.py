@@ -14,11 +14,13 @@ from typing import Any
 
 import numpy as np
 
+from lifelong.core.datasets import ArrayDataset, LazyDataset
 from lifelong.core.events import PredictEvent, TrainEvent
 from lifelong.core.resources import Resources
 from lifelong.learners.options import configure
 
 PROBES = ("fast", "reference")
+PREDICT_ROWS = 65_536
 
 
 @dataclass(frozen=True)
@@ -94,19 +96,34 @@ class LinearProbeLearner:
                 "predicts the task it was just trained on"
             )
         x, _ = _features(event.dataset, "linear-probe predicts")
-        return (x @ state["weight"] + state["bias"]).astype(np.float32)
+        weight, bias = state["weight"], state["bias"]
+        logits = np.empty((len(x), weight.shape[1]), np.float32)
+        for start in range(0, len(x), PREDICT_ROWS):  # block by block: a memory-mapped split is never loaded whole
+            block = np.asarray(x[start : start + PREDICT_ROWS], dtype=np.float32)
+            logits[start : start + len(block)] = block @ weight + bias
+        return logits
 
     def predict_flops(self, event: PredictEvent, state: dict[str, Any]) -> float:
         return 2.0 * len(event.dataset) * float(state["weight"].size)
 
 
 def _features(dataset, doing: str) -> tuple[np.ndarray, np.ndarray]:
-    """(float32 features [N, D], labels) of a dataset of pre-extracted features; images are an error."""
+    """(features [N, D], labels) of a dataset of pre-extracted features; images are an error.
+
+    An in-memory or memory-mapped split is handed over as stored (float16 or float32, not copied): the probes
+    read it batch by batch. Other datasets are gathered into float32.
+    """
     if not getattr(dataset, "is_features", False):
         raise ValueError(
             f"{doing} on pre-extracted features [N, D], but {dataset!r} holds images: use a features stream such "
             "as cog (`lifelong cog run --encoder FILE`)"
         )
+    if isinstance(dataset, LazyDataset):
+        dataset = dataset.materialize()
+    if isinstance(dataset, ArrayDataset):
+        if len(dataset) == 0:
+            raise ValueError(f"{doing}: {dataset!r} is empty")
+        return dataset.images, dataset.labels()
     parts = [(b.images, b.labels) for b in dataset.batches(65_536)]
     if not parts:
         raise ValueError(f"{doing}: {dataset!r} is empty")

@@ -28,7 +28,7 @@ import numpy as np
 from lifelong.core.files import atomic_write_bytes
 from lifelong.metrics.accuracy_matrix import clear_metrics, matrix_from_records, reported_metrics
 from lifelong.metrics.analysis import regret_curve, slices
-from lifelong.report.cog import write_cog_page
+from lifelong.report.cog import is_cog_run, write_cog_page
 from lifelong.report.figures import plot_error_vs_cflop, plot_regret, plot_slices, plot_task_errors
 from lifelong.report.plots import plot_accuracy_matrix, plot_bucket_errors
 from lifelong.report.runs import (
@@ -63,8 +63,10 @@ def _per_task_section(runs: Sequence[Run], out: Path) -> _Section:
     bucket after each training event) one figure per run with a curve per evaluated bucket over training."""
     section = _Section("Error per task", "Error of each evaluated task, in stream order.")
     matrix_figures = 0
+    if any(is_cog_run(r.data) for r in runs):
+        section.notes.append("ImageNet-CoG runs (one probe task each) are drawn on the CoG page instead")
     for i, members in enumerate(group_runs(runs).values(), start=1):
-        lines = [r for r in members if not r.is_matrix]
+        lines = [r for r in members if not r.is_matrix and not is_cog_run(r.data)]
         if lines:
             name = f"task_errors_{i}.png"
             plot_task_errors(lines, out / name)

@@ -4,13 +4,13 @@ Features are extracted beforehand (`lifelong cog run` does it; extraction needs 
 into a features set, a folder laid out as
 
     cog.json                  format, dataset, encoder, and the levels in order: name, wnids (label k = wnids[k])
-    <level>/<split>/          one `lifelong.training.features` folder per level and split (train, test):
-                              features.npy [rows, D] float16, labels.npy [rows] int64, manifest.json
+    <level>/<split>/          one features folder (`lifelong.data.feature_files`) per level and split (train,
+                              test): features.npy [rows, D] float16, labels.npy [rows] int64, manifest.json
 
-This module reads those .npy files with numpy alone. A task's `train` split holds every training row (the probe
-makes its own stratified 20% validation split), `dev` is empty, and `dev_test` and `test` are both the level's
-test rows (CoG has no development test split). Few-shot tasks carry `shots` in their metadata: the learner draws
-the shots per seed, as the protocol draws them from the 80% split.
+This module reads them with numpy alone, memory-mapped: a level never has to fit in memory. A task's `train`
+split holds every training row (the probe makes its own stratified 20% validation split), `dev` is empty, and
+`dev_test` and `test` are both the level's test rows (CoG has no development test split). Few-shot tasks carry
+`shots` in their metadata: the learner draws the shots per seed, as the protocol draws them from the 80% split.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import numpy as np
 from lifelong.core.datasets import ArrayDataset
 from lifelong.core.streams import Stream, StreamTask, TaskSplits
 from lifelong.core.tasks import TaskKey, TaskKind
+from lifelong.data.feature_files import FeatureFileError, load_features
 from lifelong.data.roots import resolve_data_root
 
 FORMAT = "lifelong-cog-features-v1"
@@ -69,23 +70,19 @@ def read_index(folder: str | os.PathLike) -> dict[str, Any]:
 
 
 def read_split(folder: str | os.PathLike, level: str, split: str) -> tuple[np.ndarray, np.ndarray]:
-    """(float32 features [rows, D], int64 labels [rows]) of one level and split, read with numpy alone."""
+    """(features [rows, D] as stored, memory-mapped read-only; int64 labels [rows]) of one level and split.
+
+    Nothing but the labels is read into memory: the probes gather rows from the memmap batch by batch.
+    """
     where = Path(folder) / level / split
-    manifest_path = where / "manifest.json"
     try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-        features = np.load(where / "features.npy", mmap_mode="r")
-        labels = np.load(where / "labels.npy")
-    except (OSError, ValueError) as exc:
+        features, labels, _ = load_features(where)
+    except (FileNotFoundError, FeatureFileError) as exc:
         raise CogFeaturesError(
-            f"cannot read the {split} features of level {level!r} in {where} ({exc}); run `lifelong cog run` "
-            "again to finish the extraction"
+            f"the {split} features of level {level!r} are not usable ({exc}); run `lifelong cog run` again to "
+            "finish or redo the extraction"
         ) from exc
-    if not manifest.get("complete"):
-        raise CogFeaturesError(f"the extraction in {where} is unfinished; run `lifelong cog run` again to resume it")
-    if features.ndim != 2 or labels.shape != (features.shape[0],):
-        raise CogFeaturesError(f"{where}: features {features.shape} and labels {labels.shape} do not match row for row")
-    return np.asarray(features, dtype=np.float32), labels.astype(np.int64)
+    return features, labels
 
 
 def parse_shots(shots: str | int | Sequence[str | int] | None) -> list[int | None]:
@@ -183,7 +180,7 @@ def _loader(folder: Path, level: str, key: TaskKey):
         test = ArrayDataset(key, "test", test_x, test_y)
         return TaskSplits(
             train=ArrayDataset(key, "train", train_x, train_y),
-            dev=ArrayDataset(key, "dev", np.zeros((0, train_x.shape[1]), np.float32), np.zeros(0, np.int64)),
+            dev=ArrayDataset(key, "dev", np.zeros((0, train_x.shape[1]), train_x.dtype), np.zeros(0, np.int64)),
             dev_test=ArrayDataset(key, "dev_test", test_x, test_y),
             test=test,
             notes={"dev_test": "CoG has no development test split: dev_test is the test split"},

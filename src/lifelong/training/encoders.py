@@ -24,7 +24,7 @@ from torch import nn
 from lifelong.training.checkpoints import format_tag, read_torch_file, write_torch_file
 from lifelong.training.flops import count_inference_flops, model_device
 from lifelong.training.inputs import prepare_batch
-from lifelong.training.models import make_model
+from lifelong.training.models import initialise, make_model
 from lifelong.training.pretrain import FORMAT as PRETRAINED_FORMAT
 from lifelong.training.pretrain import load_pretrained
 
@@ -180,6 +180,23 @@ def _backbone_encoder(
         resolution=resolution,
         in_channels=in_channels,
         description=description,
+    )
+
+
+def untrained_encoder(
+    architecture: str, *, in_channels: int = 3, resolution: int | None = None, seed: int = 0
+) -> EncoderCheckpoint:
+    """A randomly initialised (seeded) backbone as a checkpoint: the control that says how much of a probe's
+    accuracy the architecture and the pixels give without any training."""
+    backbone = initialise(make_model(architecture, 1, in_channels=in_channels).backbone, seed)
+    return EncoderCheckpoint(
+        architecture=architecture,
+        backbone_state=backbone.state_dict(),
+        resolution=resolution,
+        in_channels=in_channels,
+        feature_dim=backbone.out_features,
+        method="random-init",
+        seed=seed,
     )
 
 

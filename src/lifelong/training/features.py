@@ -2,12 +2,8 @@
 
 `extract_features` decodes images batch by batch (shorter side resized to S, bicubic; centre crop S; scaled to
 [-1, 1] like every toolkit input), runs the encoder, L2-normalises and writes each batch into a pre-allocated
-`.npy` through a memory map of that batch's rows only, so memory stays O(batch) for any N x D. An output folder:
-
-    features.npy   [rows, D] float16 (or float32): one row per readable image, in input order
-    labels.npy     [rows] int64: the label of each row (written when extraction completes)
-    inputs.json    {"files": [...], "labels": [...]}: every input, written once (its sha256 is in the manifest)
-    manifest.json  encoder, resolution, dtype, progress (`files_done`, `rows`), skipped files with reasons
+`.npy` through a memory map of that batch's rows only, so memory stays O(batch) for any N x D. The folder's
+format, and `load_features` that reads it without torch, live in `lifelong.data.feature_files`.
 
 The manifest is rewritten atomically after each batch's rows are flushed, so a killed run resumes at the first
 unfinished batch; with the same batch size the batches are the same and the features bit-identical. Unreadable
@@ -24,7 +20,7 @@ import os
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 import torch
@@ -33,29 +29,24 @@ from PIL import Image
 
 from lifelong.core.files import atomic_write_bytes
 from lifelong.core.progress import ProgressUpdate, progress_bar
+from lifelong.data.feature_files import (
+    DTYPES,
+    FEATURES_FILE,
+    FORMAT,
+    INPUTS_FILE,
+    LABELS_FILE,
+    MANIFEST_FILE,
+    FeatureFileError,
+    Features,
+    load_features,
+    read_json,
+    write_json,
+)
 from lifelong.data.images import CorruptImageError, decode_image, to_channels
 from lifelong.training.encoders import Encoder, check_encoder_spec, load_encoder
 from lifelong.training.inputs import prepare_batch
 
-FORMAT = "lifelong-features-v1"
-FEATURES_FILE = "features.npy"
-LABELS_FILE = "labels.npy"
-INPUTS_FILE = "inputs.json"
-MANIFEST_FILE = "manifest.json"
-DTYPES = ("float16", "float32")
 TRANSFORM = "shorter side resized to S (bicubic), centre crop S x S, pixels scaled to [-1, 1]"
-
-
-class FeatureFileError(ValueError):
-    """A features folder that is incomplete, inconsistent with itself, or made from other inputs."""
-
-
-class Features(NamedTuple):
-    """What `load_features` returns: the memory-mapped rows, their labels, and the manifest."""
-
-    features: np.ndarray
-    labels: np.ndarray
-    manifest: dict[str, Any]
 
 
 def default_device() -> torch.device:
@@ -121,17 +112,6 @@ def _resolve_encoder(encoder: Encoder | str | os.PathLike, resolution: int | Non
         "feature_dim": encoder.feature_dim,
     }
     return encoder, identity, int(side)
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise FeatureFileError(f"cannot read {path} ({exc}); extract again with resume=False") from exc
-
-
-def _write_json(path: Path, contents: dict[str, Any]) -> None:
-    atomic_write_bytes(path, json.dumps(contents, indent=1).encode())
 
 
 def _npy_header(path: Path) -> tuple[tuple[int, ...], np.dtype, int, tuple[int, int]]:
@@ -202,7 +182,7 @@ def _start(out: Path, settings: dict, inputs: bytes, resume: bool) -> dict[str, 
     """The manifest to continue from: the folder's own when it matches `settings`, else a fresh extraction."""
     manifest_path = out / MANIFEST_FILE
     if resume and manifest_path.is_file():
-        manifest = _read_json(manifest_path)
+        manifest = read_json(manifest_path)
         differs = [key for key, value in settings.items() if manifest.get(key) != value]
         if differs:
             raise FeatureFileError(
@@ -228,7 +208,7 @@ def _start(out: Path, settings: dict, inputs: bytes, resume: bool) -> dict[str, 
     created = np.lib.format.open_memmap(out / FEATURES_FILE, mode="w+", dtype=settings["dtype"], shape=shape)
     del created  # a sparse file: no row is held in memory
     manifest = settings | {"batch_size": None, "files_done": 0, "rows": 0, "skipped": [], "complete": False}
-    _write_json(manifest_path, manifest)
+    write_json(manifest_path, manifest)
     return manifest
 
 
@@ -361,7 +341,7 @@ def _run_batches(
             ]
             manifest["rows"] += len(kept)
             manifest["files_done"] = start + len(decoded)
-            _write_json(out / MANIFEST_FILE, manifest)  # only after the rows are on disk
+            write_json(out / MANIFEST_FILE, manifest)  # only after the rows are on disk
             update(len(decoded))
 
 
@@ -387,53 +367,4 @@ def _finish(out: Path, manifest: dict[str, Any], labels: np.ndarray) -> None:
     np.save(buffer, row_labels)
     atomic_write_bytes(out / LABELS_FILE, buffer.getvalue())
     manifest["complete"] = True
-    _write_json(out / MANIFEST_FILE, manifest)
-
-
-def load_features(out_dir: str | os.PathLike) -> Features:
-    """(features memory-mapped read-only [rows, D], labels [rows] int64, manifest) of a finished extraction.
-
-    Raises FeatureFileError when the extraction is unfinished or the files disagree (row counts named).
-    """
-    out = Path(out_dir)
-    manifest_path = out / MANIFEST_FILE
-    if not manifest_path.is_file():
-        raise FileNotFoundError(f"no {MANIFEST_FILE} in {out}: not a features folder (make one with extract_features)")
-    manifest = _read_json(manifest_path)
-    if manifest.get("format") != FORMAT:
-        raise FeatureFileError(f"{manifest_path} has format {manifest.get('format')!r}, expected {FORMAT!r}")
-    if not manifest.get("complete"):
-        raise FeatureFileError(
-            f"extraction in {out} is unfinished ({manifest['files_done']} of {manifest['inputs']['count']} files "
-            "done); run extract_features again with the same arguments to resume it"
-        )
-    features_path, labels_path = out / FEATURES_FILE, out / LABELS_FILE
-    try:
-        features = np.load(features_path, mmap_mode="r")
-        labels = np.load(labels_path)
-    except (OSError, ValueError) as exc:
-        raise FeatureFileError(f"cannot read the features in {out} ({exc}); extract again with resume=False") from exc
-    if features.ndim != 2 or labels.ndim != 1:
-        raise FeatureFileError(
-            f"{features_path} must be [rows, D] and {labels_path} [rows]; got {features.shape}, {labels.shape}"
-        )
-    if features.shape[0] != labels.shape[0]:
-        raise FeatureFileError(
-            f"{features_path} has {features.shape[0]} rows but {labels_path} has {labels.shape[0]} labels; "
-            "they must match row for row: extract again with resume=False"
-        )
-    if features.shape[0] != manifest["rows"] or features.shape[1] != manifest["feature_dim"]:
-        raise FeatureFileError(
-            f"{features_path} has shape {features.shape} but {manifest_path} records {manifest['rows']} rows of "
-            f"dimension {manifest['feature_dim']}; extract again with resume=False"
-        )
-    return Features(features, labels.astype(np.int64, copy=False), manifest)
-
-
-def feature_files(out_dir: str | os.PathLike) -> list[str]:
-    """The image file of each feature row (the inputs less the skipped ones), in row order."""
-    out = Path(out_dir)
-    manifest = _read_json(out / MANIFEST_FILE)
-    files = _read_json(out / INPUTS_FILE)["files"]
-    skipped = {s["index"] for s in manifest["skipped"]}
-    return [f for i, f in enumerate(files[: manifest["files_done"]]) if i not in skipped]
+    write_json(out / MANIFEST_FILE, manifest)

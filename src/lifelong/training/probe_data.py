@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from lifelong.core.arrays import first_non_finite_row, mapping_of, release_pages
 from lifelong.core.seeds import derive_seed
 
 VALIDATION_FRACTION = 0.2
@@ -46,21 +47,10 @@ def check_features(features: np.ndarray, labels: np.ndarray, name: str) -> np.nd
 
 
 def check_finite(features: np.ndarray, name: str) -> None:
-    """Scan the features chunk by chunk (memmaps included) and raise on the first NaN or infinite row."""
-    for start in range(0, features.shape[0], CHUNK_ROWS):
-        block = np.asarray(features[start : start + CHUNK_ROWS])
-        finite = np.isfinite(block).all(axis=1)
-        if not finite.all():
-            row = start + int(np.argmin(finite))
-            raise ValueError(f"{name} features contain NaN or infinite values (first at row {row}): fix extraction")
-        _release(features)
-
-
-def _release(features: np.ndarray) -> None:
-    """Drop this process's resident pages of a memory-mapped array (the page cache keeps them); else a no-op."""
-    mapping = _mapping_of(features)
-    if mapping is not None and hasattr(mmap, "MADV_DONTNEED"):
-        mapping.madvise(mmap.MADV_DONTNEED)
+    """Scan the features block by block (memmaps included) and raise on the first NaN or infinite row."""
+    row = first_non_finite_row(features)
+    if row is not None:
+        raise ValueError(f"{name} features contain NaN or infinite values (first at row {row}): fix extraction")
 
 
 def stratified_split(labels: np.ndarray, fraction: float = VALIDATION_FRACTION, *, seed: int) -> tuple[np.ndarray, ...]:
@@ -81,6 +71,17 @@ def stratified_split(labels: np.ndarray, fraction: float = VALIDATION_FRACTION, 
     mask = np.ones(labels.size, bool)
     mask[val] = False
     return np.flatnonzero(mask), val
+
+
+def few_shot_capacity(labels: np.ndarray) -> tuple[int, int]:
+    """(most shots every class can give, the class that limits it): shots are drawn from the rows the stratified
+    validation split leaves (`stratified_split`'s rule), so a class of n rows gives n - round(0.2 n)."""
+    classes, counts = np.unique(np.asarray(labels), return_counts=True)
+    if classes.size == 0:
+        raise ValueError("no training rows: few-shot sampling needs at least one row per class")
+    left = counts - np.minimum(np.rint(VALIDATION_FRACTION * counts).astype(np.int64), counts - 1)
+    worst = int(np.argmin(left))
+    return int(left[worst]), int(classes[worst])
 
 
 def few_shot_indices(labels: np.ndarray, shots: int, *, seed: int, names: Sequence[str] | None = None) -> np.ndarray:
@@ -105,14 +106,6 @@ def few_shot_indices(labels: np.ndarray, shots: int, *, seed: int, names: Sequen
     return np.sort(np.concatenate(picked))
 
 
-def _mapping_of(features: np.ndarray) -> mmap.mmap | None:
-    """The `mmap` under a memmap (or a view of one), found through `.base`; None for in-memory arrays."""
-    base = features
-    while base is not None and not isinstance(base, mmap.mmap):
-        base = getattr(base, "base", None)
-    return base
-
-
 class _FileRows:
     """Rows of a C-contiguous, file-backed memmap read with `os.preadv` into a fresh buffer.
 
@@ -131,7 +124,7 @@ class _FileRows:
 
     @classmethod
     def open(cls, features: np.ndarray) -> _FileRows | None:
-        mapping = _mapping_of(features)
+        mapping = mapping_of(features)
         shared = getattr(features, "mode", "c") in ("r", "r+", "w+")  # copy-on-write edits are not in the file
         if mapping is None or not shared or not features.flags.c_contiguous or not hasattr(os, "preadv"):
             return None
@@ -171,7 +164,7 @@ class FeatureRows:
         if self._file is not None:
             return self._file.read(rows)
         block = np.asarray(self.features[rows])
-        _release(self.features)  # a memmap that cannot be read by file: drop the pages the gather mapped
+        release_pages(self.features)  # a memmap that cannot be read by file: drop the pages the gather mapped
         return block
 
     def _gather(self, rows: np.ndarray) -> np.ndarray:
