@@ -13,6 +13,7 @@ from rich.table import Table
 
 from lifelong.commands.bench import bench_app
 from lifelong.commands.cog import cog_app
+from lifelong.commands.facts import facts_app
 from lifelong.commands.terminal import console, fail
 
 app = typer.Typer(
@@ -25,6 +26,7 @@ app.add_typer(data_app, name="data")
 DATA_ROOT_HELP = "Datasets folder (default: $LIFELONG_DATA, else ~/.lifelong/data)."
 app.add_typer(bench_app, name="bench")
 app.add_typer(cog_app, name="cog")
+app.add_typer(facts_app, name="facts")
 
 
 def _parse_options(pairs: list[str]) -> dict:

@@ -254,7 +254,7 @@ def test_config_validation() -> None:
     with pytest.raises(ValueError, match="buffer policy"):
         ContinualConfig(train_on="buffer")
     with pytest.raises(ValueError, match="unknown penalty"):
-        ContinualConfig(penalty="mas")
+        ContinualConfig(penalty="l2-sp")
     with pytest.raises(ValueError, match="alpha or c, not both"):
         ReplayLearner(buffer="biased", alpha=2.0, c=0.5)
     with pytest.raises(ValueError, match="only to the 'biased'"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import os
 import platform
 import sys
@@ -85,6 +86,7 @@ def run_info(spec: Any, stream: Stream) -> dict[str, Any]:
             "meta_test_from_year": stream.meta_test_from_year,
             "evaluation": stream.evaluation,
             "protocol": stream.protocol,
+            "metadata": json.loads(json.dumps(stream.metadata, default=str)),  # e.g. a fact stream's facts and split
         },
         "versions": versions(),
         "python": sys.version.split()[0],

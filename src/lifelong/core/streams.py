@@ -64,6 +64,8 @@ class Stream:
     an accuracy matrix. `eval_split` is dev_test during development and test in a final run. Tasks from
     `meta_test_from_year` on form the meta-test part S^ts; without it every task is evaluated as meta-test.
     `protocol` and `metadata` describe the stream (e.g. CLEAR's "iid" or "streaming") for reports.
+    With `initial_evaluation` (only with evaluation="all"), the untrained learner first predicts every task's
+    evaluation split (`after_task_index` = -1): the b_j of forward transfer (spec/fact_learning.md section 3).
     """
 
     def __init__(
@@ -77,11 +79,14 @@ class Stream:
         evaluation: str = "own",
         protocol: str | None = None,
         metadata: dict | None = None,
+        initial_evaluation: bool = False,
     ) -> None:
         if eval_split not in ("dev_test", "test"):
             raise ValueError(f"eval_split must be 'dev_test' or 'test', got {eval_split!r}")
         if evaluation not in EVALUATIONS:
             raise ValueError(f"evaluation must be one of {EVALUATIONS}, got {evaluation!r}")
+        if initial_evaluation and evaluation != "all":
+            raise ValueError("initial_evaluation needs evaluation='all' (every task predicted before any training)")
         uids = [t.key.uid for t in tasks]
         dupes = sorted({u for u in uids if uids.count(u) > 1})
         if dupes:
@@ -95,6 +100,7 @@ class Stream:
         self.evaluation = evaluation
         self.protocol = protocol
         self.metadata = dict(metadata or {})
+        self.initial_evaluation = initial_evaluation
         self._cache: OrderedDict[str, TaskSplits] = OrderedDict()
         # evaluating every task after every training event touches them all: keep them all loaded
         self._cache_size = max(cache_size, len(self.tasks)) if evaluation == "all" else cache_size
@@ -136,6 +142,8 @@ class Stream:
     def events(self) -> list[Event]:
         """All events in order; datasets load lazily, so listing events costs no I/O."""
         events: list[Event] = []
+        for j in range(len(self.tasks)) if self.initial_evaluation else ():
+            events.append(self._predict_event(len(events), j, after=-1))
         for i, task in enumerate(self.tasks):
             key = task.key
             events.append(
@@ -150,14 +158,15 @@ class Stream:
             )
             evaluated = range(len(self.tasks)) if self.evaluation == "all" else (i,)
             for j in evaluated:
-                events.append(
-                    PredictEvent(
-                        index=len(events),
-                        task_index=j,
-                        task=self.tasks[j].key,
-                        split=self.eval_split,
-                        dataset=self._lazy(j, self.eval_split),
-                        after_task_index=i,
-                    )
-                )
+                events.append(self._predict_event(len(events), j, after=i))
         return events
+
+    def _predict_event(self, index: int, task_index: int, after: int) -> PredictEvent:
+        return PredictEvent(
+            index=index,
+            task_index=task_index,
+            task=self.tasks[task_index].key,
+            split=self.eval_split,
+            dataset=self._lazy(task_index, self.eval_split),
+            after_task_index=after,
+        )

@@ -9,10 +9,17 @@ from typing import Any
 
 
 class TaskKind(enum.StrEnum):
-    """Multi-class tasks have one integer label per image; multi-label tasks a multi-hot vector."""
+    """Multi-class tasks have one integer label per image; multi-label tasks a multi-hot vector.
+
+    Fact tasks (lifelong fact learning, spec/fact_learning.md) label each image with the index of its fact among
+    the stream's facts (`class_names` holds every fact's text, e.g. "<lion, eating, meat>"; metadata["task_facts"]
+    the indices of the task's own facts); a learner scores every fact, [N, C] like a multi-class task, and the
+    scores are judged by wildcard-aware top-5 accuracy.
+    """
 
     MULTI_CLASS = "multi-class"
     MULTI_LABEL = "multi-label"
+    FACT = "fact"
 
 
 @dataclass(frozen=True)
@@ -64,6 +71,10 @@ class TaskKey:
     @property
     def is_multi_label(self) -> bool:
         return self.kind is TaskKind.MULTI_LABEL
+
+    @property
+    def is_fact(self) -> bool:
+        return self.kind is TaskKind.FACT
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready description, as written to results."""

@@ -8,6 +8,7 @@ JSON sidecar (method, linkage, seed, score, balance table).
 from __future__ import annotations
 
 import csv
+import io
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from lifelong.core.files import atomic_write_bytes
 from lifelong.facts.linkage import LINKAGES, cut_mst, dense_linkage_labels, single_linkage_mst
 
 UNDEFINED = "*"
@@ -184,7 +186,7 @@ def _sidecar(path: Path) -> Path:
 
 
 def save_split(split: Split, facts: Sequence[FactTuple], path: str | Path) -> Path:
-    """Write `path` (CSV S,P,O,task; one row per distinct fact) and its JSON sidecar (same stem, .json)."""
+    """Write `path` (CSV S,P,O,task; one row per distinct fact) and its JSON sidecar (same stem, .json), atomically."""
     path = Path(path)
     if len(facts) != len(split.task):
         raise ValueError(f"{len(facts)} facts for a split of {len(split.task)}; pass the facts the split was made on")
@@ -192,11 +194,11 @@ def save_split(split: Split, facts: Sequence[FactTuple], path: str | Path) -> Pa
     if len(set(keys)) != len(keys):
         dup = next(k for i, k in enumerate(keys) if k in keys[:i])
         raise ValueError(f"fact {dup} appears twice; a split has one row per distinct fact")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(["S", "P", "O", "task"])
-        writer.writerows([*k, int(t)] for k, t in zip(keys, split.task, strict=True))
+    buffer = io.StringIO(newline="")
+    writer = csv.writer(buffer)
+    writer.writerow(["S", "P", "O", "task"])
+    writer.writerows([*k, int(t)] for k, t in zip(keys, split.task, strict=True))
+    atomic_write_bytes(path, buffer.getvalue().encode("utf-8"))
     meta = {
         "method": split.method,
         "linkage": split.linkage,
@@ -207,7 +209,7 @@ def save_split(split: Split, facts: Sequence[FactTuple], path: str | Path) -> Pa
         "balance": split.balance,
         "info": split.info,
     }
-    _sidecar(path).write_text(json.dumps(meta, indent=2) + "\n")
+    atomic_write_bytes(_sidecar(path), (json.dumps(meta, indent=2) + "\n").encode("utf-8"))
     return path
 
 
@@ -218,7 +220,7 @@ def load_split(path: str | Path) -> tuple[Split, list[FactTuple]]:
     if not meta_path.exists():
         raise FileNotFoundError(f"{meta_path} (the JSON sidecar of {path}) is missing; save splits with save_split")
     meta = json.loads(meta_path.read_text())
-    with path.open(newline="") as f:
+    with path.open(newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     if rows and list(rows[0]) != ["S", "P", "O", "task"]:
         raise ValueError(f"{path}: columns {list(rows[0])}, expected S,P,O,task")

@@ -25,7 +25,7 @@ from lifelong.core.resources import Resources
 from lifelong.core.tasks import TaskKey
 from lifelong.learners.buffers import POLICIES, ReplayBuffer
 from lifelong.learners.options import configure
-from lifelong.learners.penalties import EWC, PENALTIES, SI, LwF, Term
+from lifelong.learners.penalties import EWC, MAS, PENALTIES, SI, ItemLoss, LwF, Term
 from lifelong.training import encoders
 from lifelong.training.continual_loop import model_inputs, predict_items, step_lr, train_continual
 from lifelong.training.flops import architecture_forward_flops
@@ -54,7 +54,8 @@ class ContinualConfig:
     updated with the bucket first). `buffer`: "none" or a `ReplayBuffer` policy ("reservoir", "biased",
     "class-balanced") of `buffer_size` items (None: one bucket); `alpha` or `c` for "biased".
     `penalty`: "none", "ewc" (`ewc_lambda`, online Fisher decay `ewc_decay`), "si" (`si_c`, damping `si_xi`),
-    "lwf" (`lwf_alpha`, temperature `lwf_temperature`); strengths from a one-seed sweep on clear-mini (linear
+    "mas" (`mas_lambda`; importance from the squared output norm), "lwf" (`lwf_alpha`, temperature
+    `lwf_temperature`); strengths from a one-seed sweep on clear-mini (linear
     regime, best Acc: ewc_lambda 1 of 1/10/100, si_c 0.01 of 0.001/0.01/0.1, lwf_alpha 1 of 0.1/0.3/1). The
     curvature of the EWC and SI quadratics is capped at 1 / lr per weight, so that SGD on them cannot diverge.
     Linear regime (`encoder` set): "features" when the datasets already hold float32 features, else a spec for
@@ -85,6 +86,7 @@ class ContinualConfig:
     ewc_decay: float = 1.0
     si_c: float = 0.01
     si_xi: float = 1e-3
+    mas_lambda: float = 1.0
     lwf_alpha: float = 1.0
     lwf_temperature: float = 2.0
     encoder: str | None = None
@@ -106,7 +108,15 @@ class ContinualConfig:
         for name in ("lr", "linear_lr", "lwf_temperature"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
-        for name in ("weight_decay", "linear_weight_decay", "ewc_lambda", "ewc_decay", "si_c", "lwf_alpha"):
+        for name in (
+            "weight_decay",
+            "linear_weight_decay",
+            "ewc_lambda",
+            "ewc_decay",
+            "si_c",
+            "mas_lambda",
+            "lwf_alpha",
+        ):
             if not getattr(self, name) >= 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         if not 0 <= self.momentum < 1 or not self.si_xi > 0:
@@ -370,13 +380,19 @@ class ContinualLearner:
         cfg = self.config
         cap = 1.0 / (cfg.linear_lr if cfg.linear else cfg.lr)  # keeps SGD on the quadratic penalty stable
         if cfg.penalty == "ewc":
-            return EWC(state["penalty"], cfg.ewc_lambda, cfg.ewc_decay, max_curvature=cap)
+            return EWC(state["penalty"], cfg.ewc_lambda, cfg.ewc_decay, max_curvature=cap, loss=self._item_loss())
         if cfg.penalty == "si":
             return SI(state["penalty"], cfg.si_c, cfg.si_xi, max_curvature=cap)
+        if cfg.penalty == "mas":
+            return MAS(state["penalty"], cfg.mas_lambda, max_curvature=cap)
         if cfg.penalty == "lwf":
             teacher = self._model(state) if state["model"] is not None else None
             return LwF(teacher, cfg.lwf_alpha, cfg.lwf_temperature)
         return Term()
+
+    def _item_loss(self) -> ItemLoss | None:
+        """The data loss EWC's Fisher uses (None: the cross-entropy of the logits)."""
+        return None
 
     def _predict_model(self, event: PredictEvent, state: dict[str, Any], items: np.ndarray) -> nn.Module:
         self._check_label_space(event.task, state)

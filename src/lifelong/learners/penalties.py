@@ -1,4 +1,5 @@
-"""Regularisers of the CLEAR baselines (spec/clear.md section 4): EWC, SI and LwF, as extra loss terms.
+"""Regularisers of the continual baselines (spec/clear.md section 4, spec/fact_learning.md section 4): EWC, SI, MAS
+and LwF, as extra loss terms.
 
 Each is a small object made per bucket from what the learner state keeps (CPU tensors keyed by parameter
 name): it is the `penalty(model, x, logits)` of `train_continual`, optionally its step hook (SI), and
@@ -107,14 +108,15 @@ class EWC(_Anchored):
         decay: float = 1.0,
         chunk: int = 64,
         max_curvature: float | None = None,
+        loss: ItemLoss | None = None,
     ) -> None:
-        self.kept, self.strength, self.decay, self.chunk = kept, strength, decay, chunk
+        self.kept, self.strength, self.decay, self.chunk, self.loss = kept, strength, decay, chunk, loss
         self._h = None if kept is None else _curvature(kept["fisher"], strength, max_curvature)
 
     def finish(
         self, model: nn.Module, items: np.ndarray, labels: np.ndarray, inputs: Inputs
     ) -> tuple[dict | None, float]:
-        fisher, flops = diagonal_fisher(model, items, labels, inputs, self.chunk)
+        fisher, flops = diagonal_fisher(model, items, labels, inputs, self.chunk, self.loss)
         if self.kept is not None:
             fisher = {k: self.decay * self.kept["fisher"][k] + v for k, v in fisher.items()}
         return {"fisher": fisher, "anchor": _cpu(_params(model))}, flops
@@ -123,23 +125,58 @@ class EWC(_Anchored):
         return 0 if self.kept is None else 2 * sum(v.numel() for v in self.kept["fisher"].values())
 
 
-def diagonal_fisher(
-    model: nn.Module, items: np.ndarray, labels: np.ndarray, inputs: Inputs, chunk: int = 64
-) -> tuple[Tensors, float]:
-    """(mean squared per-item gradient of the cross-entropy at the true labels, FLOPs), the model in eval mode.
+ItemLoss = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]  # (outputs [B, ...], labels [B]) -> mean loss
 
-    FLOPs: one counted update step on a chunk, per item, times the items (per-item gradients cost a
-    forward and backward pass each).
+
+def diagonal_fisher(
+    model: nn.Module,
+    items: np.ndarray,
+    labels: np.ndarray,
+    inputs: Inputs,
+    chunk: int = 64,
+    loss: ItemLoss | None = None,
+) -> tuple[Tensors, float]:
+    """(mean squared per-item gradient of the loss at the true labels, FLOPs), the model in eval mode.
+
+    The loss is the cross-entropy (log p(y | x)) unless `loss` is given (a model trained with another data loss,
+    e.g. the fact embedding's distance). FLOPs: one counted update step on a chunk, per item, times the items.
+    """
+    item_loss = loss if loss is not None else F.cross_entropy
+    return per_item_mean(model, items, labels, inputs, lambda out, y: item_loss(out, y), torch.square, chunk)
+
+
+def output_sensitivity(model: nn.Module, items: np.ndarray, inputs: Inputs, chunk: int = 64) -> tuple[Tensors, float]:
+    """(MAS importance: mean over items of |d ||F(x)||^2 / d theta|, FLOPs), F the model's output, eval mode.
+
+    Needs no label: the importance says how much the learned function moves, so it can be computed on any data
+    the learner has trained on (never on test data).
+    """
+    labels = np.zeros(len(items), dtype=np.int64)  # unused by the squared output norm
+    return per_item_mean(model, items, labels, inputs, lambda out, _: out.square().sum(), torch.abs, chunk)
+
+
+def per_item_mean(
+    model: nn.Module,
+    items: np.ndarray,
+    labels: np.ndarray,
+    inputs: Inputs,
+    value: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    transform: Callable[[torch.Tensor], torch.Tensor],
+    chunk: int = 64,
+) -> tuple[Tensors, float]:
+    """(mean over items of transform(d value(F(x), y) / d theta), FLOPs): per-item gradients via vmap, eval mode.
+
+    `value(outputs [1, ...], y [1])` is one item's scalar. FLOPs: one counted update step per item, times the items.
     """
     if len(items) == 0:
-        raise ValueError("the Fisher information needs at least one item")
+        raise ValueError("a per-item importance needs at least one item")
     params = {k: v.detach() for k, v in _params(model).items()}
     buffers = {k: v.detach() for k, v in model.named_buffers()}
 
-    def item_loss(p: Tensors, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        return F.cross_entropy(functional_call(model, (p, buffers), (x[None],)), y[None])
+    def item_value(p: Tensors, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return value(functional_call(model, (p, buffers), (x[None],)), y[None])
 
-    per_item = vmap(grad(item_loss), in_dims=(None, 0, 0))
+    per_item = vmap(grad(item_value), in_dims=(None, 0, 0))
     total = {k: torch.zeros_like(v) for k, v in params.items()}
     flops_per_item = 0.0
     was_training = model.training
@@ -149,14 +186,40 @@ def diagonal_fisher(
             x = inputs(items[start : start + chunk])
             y = torch.from_numpy(np.asarray(labels[start : start + chunk], dtype=np.int64)).to(x.device)
             if not flops_per_item:
-                flops_per_item = count_training_flops(model, (x, y)) / len(x)
+                flops_per_item = count_training_flops(model, (x, y), loss_fn=value) / len(x)
             with torch.no_grad():
                 grads = per_item(params, x, y)
             for k, g in grads.items():
-                total[k] += (g**2).sum(0)
+                total[k] += transform(g).sum(0)
     finally:
         model.train(was_training)
     return {k: (v / len(items)).cpu() for k, v in total.items()}, flops_per_item * len(items)
+
+
+class MAS(_Anchored):
+    """Memory Aware Synapses (Aljundi et al. 2018): lambda sum_k Omega_k (theta_k - theta*_k)^2.
+
+    Omega = mean over the just-finished task's training items of |d ||F(x)||^2 / d theta| (F the model's output),
+    accumulated across tasks (Omega <- Omega + Omega_new); theta* = the weights after that task. 2 lambda Omega is
+    capped at `max_curvature` (see `_curvature`).
+    """
+
+    name = "mas"
+
+    def __init__(self, kept: dict | None, strength: float, chunk: int = 64, max_curvature: float | None = None) -> None:
+        self.kept, self.strength, self.chunk = kept, strength, chunk
+        self._h = None if kept is None else _curvature(kept["omega"], 2.0 * strength, max_curvature)
+
+    def finish(
+        self, model: nn.Module, items: np.ndarray, labels: np.ndarray, inputs: Inputs
+    ) -> tuple[dict | None, float]:
+        omega, flops = output_sensitivity(model, items, inputs, self.chunk)
+        if self.kept is not None:
+            omega = {k: self.kept["omega"][k] + v for k, v in omega.items()}
+        return {"omega": omega, "anchor": _cpu(_params(model))}, flops
+
+    def held_parameters(self) -> int:
+        return 0 if self.kept is None else 2 * sum(v.numel() for v in self.kept["omega"].values())
 
 
 class SI(_Anchored):
@@ -247,6 +310,18 @@ def distillation(student: torch.Tensor, teacher: torch.Tensor, temperature: floa
     return (t * t) * F.kl_div(log_p_student, log_p_teacher, reduction="batchmean", log_target=True)
 
 
-PENALTIES = ("none", "ewc", "si", "lwf")
+PENALTIES = ("none", "ewc", "si", "mas", "lwf")
 
-__all__ = ["EWC", "PENALTIES", "SI", "LwF", "Term", "diagonal_fisher", "distillation"]
+__all__ = [
+    "EWC",
+    "ItemLoss",
+    "MAS",
+    "PENALTIES",
+    "SI",
+    "LwF",
+    "Term",
+    "diagonal_fisher",
+    "distillation",
+    "output_sensitivity",
+    "per_item_mean",
+]

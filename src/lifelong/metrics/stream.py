@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass, replace
 
 from lifelong.metrics.accuracy_matrix import accuracy_matrix
+from lifelong.metrics.fact_metric import fact_metrics
 
 
 @dataclass(frozen=True)
@@ -27,7 +28,8 @@ class StreamSummary:
 
     `mean_error` averages every evaluated task, `meta_test_mean_error` only tasks of the meta-test part S^ts
     (None when the run evaluated none). A task evaluated twice (not the case in the standard protocol)
-    counts once per evaluation. Beside them, `example_weighted_error` and `meta_test_example_weighted_error`
+    counts once per evaluation; evaluations of the untrained learner (after_task_index -1) do not count. Beside
+    them, `example_weighted_error` and `meta_test_example_weighted_error`
     weight each evaluation's error by its `num_items` (the items it scored: sum(e_t n_t) / sum(n_t), which for
     multi-class tasks is the error over all pooled examples); None when an evaluation's record has no
     `num_items`, or no evaluation has items.
@@ -47,6 +49,8 @@ class StreamSummary:
                 corrupt_skipped=state.corrupt_skipped + int(record.get("corrupt_skipped") or 0),
                 duplicates_removed=state.duplicates_removed + int(record.get("duplicates_removed") or 0),
             )
+        if record.get("after_task_index") == -1:
+            return state
         error = float(record["error"])
         if not math.isfinite(error):
             raise ValueError(f"record of event {record.get('event')} has a non-finite error {error!r}")
@@ -107,6 +111,10 @@ def stream_summary(stream=None) -> StreamSummary:
 
 
 def default_metrics(stream=None) -> list:
-    """Metrics every run reports: the stream summary, and the accuracy matrix on streams that evaluate every task."""
+    """Metrics every run reports: the stream summary, and the accuracy matrix on streams that evaluate every task
+    (the fact metrics, with their own R on generalized top-5, on fact streams)."""
+    facts = fact_metrics(stream)
+    if facts is not None:
+        return [stream_summary(stream), facts]
     matrix = accuracy_matrix(stream) if stream is not None else None
     return [stream_summary(stream)] + ([matrix] if matrix is not None else [])

@@ -29,6 +29,7 @@ from lifelong.core.files import atomic_write_bytes
 from lifelong.metrics.accuracy_matrix import clear_metrics, matrix_from_records, reported_metrics
 from lifelong.metrics.analysis import regret_curve, slices
 from lifelong.report.cog import is_cog_run, write_cog_page
+from lifelong.report.facts import write_fact_page
 from lifelong.report.figures import plot_error_vs_cflop, plot_regret, plot_slices, plot_task_errors
 from lifelong.report.plots import plot_accuracy_matrix, plot_bucket_errors
 from lifelong.report.runs import (
@@ -240,9 +241,11 @@ def write_report(
     per_task = _per_task_section(runs, out)
     transfer_rows, transfer_notes = forward_transfer_rows(runs)
     cog_page = write_cog_page([r.data for r in runs], out)
+    fact_page = write_fact_page([r.data for r in runs], out)
     page = _render(
         {
             "cog_page": cog_page.name if cog_page else None,
+            "fact_page": fact_page.name if fact_page else None,
             "runs": table_rows(runs, fronts),
             "unfinished": [r.id for r in runs if not r.finished],
             "seed_rows": seed_rows(runs),

@@ -16,6 +16,7 @@ from lifelong.core.progress import progress_bar
 from lifelong.core.streams import Stream
 from lifelong.metrics.base import Metric
 from lifelong.metrics.classification import task_error
+from lifelong.metrics.fact_scores import fact_record
 from lifelong.metrics.stream import default_metrics
 from lifelong.run.checkpoint import Checkpoint, CheckpointStore
 from lifelong.run.validation import LearnerOutputError, check_predictions, check_resources
@@ -165,8 +166,13 @@ def _run_event(
             predictions = learner.predict(event, learner_state)
             targets = event.dataset.labels()
             predictions = check_predictions(event, learner_name, predictions, len(targets))
-            error, skipped = task_error(task.kind, targets, predictions)
-            record.update(split=event.split, error=float(error), skipped_labels=int(skipped), num_items=len(targets))
+            if task.is_fact:  # wildcard-aware top-5 over every fact, with the per-fact counts
+                record.update(fact_record(task, targets, predictions), split=event.split, num_items=len(targets))
+            else:
+                error, skipped = task_error(task.kind, targets, predictions)
+                record.update(
+                    split=event.split, error=float(error), skipped_labels=int(skipped), num_items=len(targets)
+                )
             predict_flops = getattr(learner, "predict_flops", None)
             record["inference_flops"] = float(predict_flops(event, learner_state)) if predict_flops else None
             predicted = (predictions, np.asarray(targets))

@@ -85,13 +85,15 @@ def train_continual(
     resolution: Size | None = None,
     penalty: Penalty | None = None,
     step_hook: StepHook | None = None,
+    data_loss: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None,
 ) -> ContinualFit:
     """Train `model` in place on (`items`, int64 `labels`) with SGD + momentum and a x0.1 step at `lr_step`.
 
     Every step uses exactly min(batch_size, N) items (each epoch a seeded permutation, the incomplete last
     batch dropped), so FLOPs = one counted step x steps is exact. Images are augmented (random resized crop,
     mirrored unless `flip` is False) when `augment`; features never are. `penalty(model, x, logits)` is added
-    to the cross-entropy; `step_hook` sees each step (before and after the optimizer update).
+    to the data loss (`data_loss(outputs, labels)`, default the cross-entropy); `step_hook` sees each step (before
+    and after the optimizer update).
     """
     items, labels = np.asarray(items), np.asarray(labels, dtype=np.int64)
     n = len(items)
@@ -105,7 +107,7 @@ def train_continual(
     decay_epoch = step_lr(epochs, lr_step)
     batch = min(batch_size, n)
     steps_per_epoch = n // batch
-    cross_entropy = TrainingLoss(TaskKind.MULTI_CLASS)
+    fit_loss = data_loss if data_loss is not None else TrainingLoss(TaskKind.MULTI_CLASS)
     device = model_device(model)
     channels = int(getattr(model, "in_channels", 3))
     params = [p for p in model.parameters() if p.requires_grad]
@@ -114,7 +116,7 @@ def train_continual(
 
     def loss_fn(x: torch.Tensor) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
         def loss(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-            value = cross_entropy(logits, y)
+            value = fit_loss(logits, y)
             return value if penalty is None else value + penalty(model, x, logits)
 
         return loss

@@ -1,0 +1,114 @@
+"""Wildcard-aware top-K correctness of fact predictions (spec/fact_learning.md section 3).
+
+A truth matches a candidate when every part defined in the truth equals the candidate's part; the truth's undefined
+parts are wildcards (<lion> matches <lion, eating, meat>; <lion, eating> matches <lion, eating, *> and
+<lion, eating, meat> but not <lion>). An image is correct when a match is among its K best-ranked candidates.
+
+Ranking (the tie rule): candidate a ranks above b when its similarity is larger, or equal and its index is smaller;
+the top K are the first K of that order, so ties are deterministic.
+
+Cost: parts become integer ids; per block of images one partition finds each row's K-th value and exactly K
+(row, candidate) pairs are compared with the truth; no images x candidates match matrix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+UNDEFINED = "*"
+BLOCK_ELEMENTS = 1 << 22  # similarity entries per block of images (~32 MB of float64)
+
+
+def _parts(fact: Sequence[str | None], what: str, i: int) -> tuple[str | None, str | None, str | None]:
+    if isinstance(fact, str) or not 1 <= len(fact) <= 3:
+        raise ValueError(f"{what} {i} must be an (S, P, O) tuple (None or '*' for undefined), got {fact!r}")
+    parts = tuple(None if p is None or p == UNDEFINED else p for p in fact) + (None,) * (3 - len(fact))
+    return parts  # type: ignore[return-value]
+
+
+def encode_parts(
+    candidates: Sequence[Sequence[str | None]], truths: Sequence[Sequence[str | None]]
+) -> tuple[np.ndarray, np.ndarray]:
+    """(candidate ids [C, 3], truth ids [N, 3]): one integer per distinct part value, shared, -1 for undefined."""
+    lookup: list[dict[str, int]] = [{}, {}, {}]
+    out = []
+    for what, facts in (("candidate", candidates), ("truth", truths)):
+        ids = np.full((len(facts), 3), -1, dtype=np.int64)
+        for i, fact in enumerate(facts):
+            for c, part in enumerate(_parts(fact, what, i)):
+                if part is not None:
+                    ids[i, c] = lookup[c].setdefault(part, len(lookup[c]))
+        out.append(ids)
+    if len(out[1]) and np.any((out[1] < 0).all(axis=1)):
+        row = int(np.flatnonzero((out[1] < 0).all(axis=1))[0])
+        raise ValueError(f"truth {row} {tuple(truths[row])!r} has no defined part; it would match every candidate")
+    return out[0], out[1]
+
+
+def topk_indices(block: np.ndarray, k: int) -> np.ndarray:
+    """[rows, k] candidate indices of each row's top k under the tie rule (unordered within a row)."""
+    neg = -np.asarray(block)
+    kth = np.partition(neg, k - 1, axis=1)[:, k - 1 : k]
+    better = neg < kth
+    tied = neg == kth
+    room = k - better.sum(axis=1, keepdims=True)  # tied slots left; the smallest tied indices fill them
+    chosen = better | (tied & (np.cumsum(tied, axis=1, dtype=np.int64) <= room))
+    return np.nonzero(chosen)[1].reshape(len(neg), k)
+
+
+def topk_correct(
+    similarity: np.ndarray | Sequence[Sequence[float]],
+    candidates: Sequence[Sequence[str | None]],
+    truths: Sequence[Sequence[str | None]],
+    k: int = 5,
+) -> np.ndarray:
+    """Bool per image (row of `similarity`, images x candidates): a match of its truth is among its k best candidates.
+
+    Candidates and truths are (S, P, O) tuples (e.g. `Fact`s), None or "*" for an undefined part.
+    """
+    sim = similarity if isinstance(similarity, np.ndarray) else np.asarray(similarity, dtype=np.float64)
+    n, c = len(truths), len(candidates)
+    if n == 0 and sim.size == 0:
+        sim = sim.reshape(0, c)
+    if sim.ndim != 2 or sim.shape != (n, c):
+        raise ValueError(
+            f"similarity has shape {sim.shape}; expected ({n} images, {c} candidates) = (len(truths), len(candidates))"
+        )
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    if k > c:
+        raise ValueError(f"k = {k} is larger than the number of candidates ({c}); use k <= {c}")
+    if sim.dtype.kind not in "fiub":
+        raise ValueError(f"similarity must hold numbers, got dtype {sim.dtype}")
+    cand_ids, truth_ids = encode_parts(candidates, truths)
+    out = np.empty(n, dtype=bool)
+    rows = max(1, BLOCK_ELEMENTS // max(c, 1))
+    for start in range(0, n, rows):
+        block = sim[start : start + rows]
+        if block.dtype.kind != "f":
+            block = block.astype(np.float64)
+        nan = np.isnan(block).any(axis=1)
+        if nan.any():
+            raise ValueError(f"similarity row {start + int(np.flatnonzero(nan)[0])} (an image) holds NaN")
+        top = topk_indices(block, k)  # [b, k]
+        truth = truth_ids[start : start + len(block), None, :]  # [b, 1, 3]
+        match = ((truth < 0) | (cand_ids[top] == truth)).all(axis=2)  # [b, k]
+        out[start : start + len(block)] = match.any(axis=1)
+    return out
+
+
+def topk_accuracy(
+    similarity: np.ndarray | Sequence[Sequence[float]],
+    candidates: Sequence[Sequence[str | None]],
+    truths: Sequence[Sequence[str | None]],
+    k: int = 5,
+) -> float:
+    """The share of images that are `topk_correct`."""
+    if len(truths) == 0:
+        raise ValueError("no images (truths) to score; top-k accuracy needs at least one")
+    return float(topk_correct(similarity, candidates, truths, k).mean())
+
+
+__all__ = ["encode_parts", "topk_accuracy", "topk_correct", "topk_indices"]

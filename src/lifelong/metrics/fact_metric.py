@@ -1,0 +1,137 @@
+"""The lifelong fact learning metrics of a run (spec/fact_learning.md section 3), folded from its predict records.
+
+Reads the fields `fact_record` writes. R[i, j] is generalized top-5 accuracy on task j after training task i; b_j the
+untrained learner's (records with after_task_index -1). The headline figures are the final row's: standard and
+generalized top-5, mean over tasks and over examples, and the drop (standard - generalized). The long-tail, few-shot
+and compositional breakdowns pool the final row's per-fact counts (generalized top-5), binned by the training images
+of each fact (`stream.metadata["fact_train_images"]`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from lifelong.metrics.fact_analysis import compositional, fact_transfer, few_shot, long_tail
+
+FEW_SHOT_THRESHOLD = 10  # a fact with 1..10 training images is few-shot
+RARE, FREQUENT = 10, 50  # compositional: an SPO fact with <= RARE images whose S, P and O each had >= FREQUENT
+
+
+@dataclass(frozen=True)
+class _FactState:
+    # (after_task_index, task_index) -> (items, standard correct, generalized correct, per-fact counts)
+    cells: tuple = ()
+
+
+class FactMetrics:
+    """Standard / generalized top-5 (means over tasks and examples, drop), R with BWT / FWT, tail breakdowns."""
+
+    name = "fact_metrics"
+
+    def __init__(self, num_tasks: int, facts: list[tuple] | None = None, train_images: list[int] | None = None):
+        if num_tasks < 1:
+            raise ValueError(f"num_tasks must be >= 1, got {num_tasks}")
+        self.num_tasks = num_tasks
+        self.facts = [tuple(f) for f in facts] if facts is not None else None
+        self.train_images = None if train_images is None else np.asarray(train_images, dtype=np.int64)
+
+    def init(self) -> _FactState:
+        return _FactState()
+
+    def add(self, state: _FactState, record: dict) -> _FactState:
+        if record.get("type") != "predict" or "fact_items" not in record:
+            return state
+        after, task = int(record["after_task_index"]), int(record["task_index"])
+        if not (-1 <= after < self.num_tasks and 0 <= task < self.num_tasks):
+            raise ValueError(
+                f"record of event {record.get('event')}: cell ({after}, {task}) is outside a {self.num_tasks}-task run"
+            )
+        if any(c[0] == (after, task) for c in state.cells):
+            raise ValueError(f"record of event {record.get('event')}: task {task} evaluated twice after task {after}")
+        cell = (
+            (after, task),
+            int(record["num_items"]),
+            int(record["fact_standard_correct"]),
+            int(record["fact_generalized_correct"]),
+            tuple(tuple(int(v) for v in row) for row in record["fact_items"]),
+        )
+        return replace(state, cells=state.cells + (cell,))
+
+    def compute(self, state: _FactState) -> dict:
+        cells = {c[0]: c for c in state.cells}
+        last = max((after for after, _ in cells), default=-1)
+        out: dict = {"fact_tasks_trained": last + 1}
+        if last < 0:
+            return out
+        final = [cells.get((last, j)) for j in range(self.num_tasks)]
+        if any(c is None for c in final):
+            return out  # an interrupted evaluation row: the headline figures wait for it
+        items = np.array([c[1] for c in final], dtype=float)
+        standard = np.array([c[2] for c in final], dtype=float)
+        generalized = np.array([c[3] for c in final], dtype=float)
+        out.update(
+            fact_standard_mean_over_tasks=float(np.mean(standard / items)),
+            fact_generalized_mean_over_tasks=float(np.mean(generalized / items)),
+            fact_standard_mean_over_examples=float(standard.sum() / items.sum()),
+            fact_generalized_mean_over_examples=float(generalized.sum() / items.sum()),
+            fact_standard_per_task=[float(v) for v in standard / items],
+            fact_generalized_per_task=[float(v) for v in generalized / items],
+        )
+        out["fact_drop_mean_over_tasks"] = (
+            out["fact_standard_mean_over_tasks"] - out["fact_generalized_mean_over_tasks"]
+        )
+        out["fact_drop_mean_over_examples"] = (
+            out["fact_standard_mean_over_examples"] - out["fact_generalized_mean_over_examples"]
+        )
+        out.update(self._transfer(cells, last))
+        out.update(self._breakdowns(final))
+        return out
+
+    def _transfer(self, cells: dict, last: int) -> dict:
+        """R (generalized accuracy, rows trained so far), and BWT / FWT once the stream is done and b is known."""
+        T = self.num_tasks
+        R = np.full((T, T), np.nan)
+        for (after, task), n, _, g, _ in cells.values():
+            if after >= 0:
+                R[after, task] = g / n
+        out: dict = {"fact_R": [[None if np.isnan(v) else float(v) for v in row] for row in R]}
+        b = [cells.get((-1, j)) for j in range(T)]
+        if last == T - 1 and T >= 2 and not np.isnan(R).any() and all(c is not None for c in b):
+            b_acc = np.array([c[3] / c[1] for c in b])
+            transfer = fact_transfer(R, b_acc)
+            out.update(fact_bwt=transfer["bwt"], fact_fwt=transfer["fwt"], fact_b=[float(v) for v in b_acc])
+        return out
+
+    def _breakdowns(self, final: list) -> dict:
+        """Long tail, few-shot and compositional accuracy of the final row (needs the stream's training counts)."""
+        if self.train_images is None:
+            return {}
+        n_facts = len(self.train_images)
+        items = np.zeros(n_facts, dtype=np.int64)
+        correct = np.zeros(n_facts, dtype=np.int64)
+        for cell in final:
+            for fact, n, _, g in cell[4]:
+                items[fact] += n
+                correct[fact] += g
+        out = {
+            "fact_long_tail": long_tail(self.train_images, items, correct),
+            "fact_few_shot": few_shot(self.train_images, items, correct, threshold=FEW_SHOT_THRESHOLD),
+        }
+        if self.facts is not None:
+            comp = compositional(self.facts, self.train_images, items, correct, rare=RARE, frequent=FREQUENT)
+            comp.pop("fact_indices", None)
+            out["fact_compositional"] = comp
+        return out
+
+
+def fact_metrics(stream=None) -> FactMetrics | None:
+    """The fact metrics of a fact stream (tasks of kind "fact"); None for any other stream."""
+    if stream is None or not stream.tasks or not stream.tasks[0].key.is_fact:
+        return None
+    meta = stream.metadata
+    return FactMetrics(len(stream.tasks), meta.get("facts"), meta.get("fact_train_images"))
+
+
+__all__ = ["FactMetrics", "fact_metrics"]

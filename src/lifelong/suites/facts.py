@@ -1,0 +1,121 @@
+"""Lifelong fact learning as a stream (spec/fact_learning.md sections 2 and 3): facts split into tasks.
+
+Every task is of kind "fact": its images are labelled with the index of their fact among ALL the stream's facts
+(`class_names`, each a fact's text), its metadata holds its own facts (`task_facts`, the standard top-5's
+candidates) and every fact's word vectors t(f) (`fact_vectors` [C, 3, d]). Images follow their fact: a task owns
+every image of its facts, and tasks share no fact. After each task the learner predicts every task's test split
+(the accuracy matrix R), and before the first one too (b, for forward transfer). The stream's metadata carries the
+facts, their training images, the split and its balance, and the task similarity, for the fact metrics and report.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from lifelong.core.datasets import ArrayDataset
+from lifelong.core.streams import Stream, StreamTask, TaskSplits
+from lifelong.core.tasks import TaskKey, TaskKind
+from lifelong.facts.facts import Fact
+from lifelong.facts.splits import Split, balance_rows, encode_facts, random_split, semantic_split
+from lifelong.facts.vectors import embed_parts, fact_matrix, read_word_vectors
+from lifelong.metrics.fact_analysis import task_similarity
+
+SPLIT_METHODS = ("semantic", "random")
+Images = Callable[[str], tuple[np.ndarray, np.ndarray]]  # split name -> (uint8 images [N, H, W, 3], fact index [N])
+
+
+def split_facts(
+    facts: Sequence[Fact],
+    part_vectors: Sequence[np.ndarray],
+    part_ids: np.ndarray,
+    method: str,
+    tasks: int,
+    images_per_fact: np.ndarray,
+    linkage: str = "single",
+    seed: int = 0,
+) -> Split:
+    """The facts split into `tasks` tasks: by meaning (agglomerative clustering) or at random (most balanced of 100)."""
+    if method == "semantic":
+        return semantic_split(part_ids, part_vectors, tasks, linkage=linkage, images_per_fact=images_per_fact)
+    if method == "random":
+        return random_split(len(facts), tasks, images_per_fact=images_per_fact, seed=seed)
+    raise ValueError(f"unknown split method {method!r}; choose one of {SPLIT_METHODS}")
+
+
+def fact_stream(
+    name: str,
+    facts: Sequence[Fact],
+    split: Split,
+    fact_vectors: np.ndarray,
+    images: Images,
+    train_images_per_fact: np.ndarray,
+    *,
+    eval_split: str = "test",
+    resolution: int | None = None,
+    metadata: dict | None = None,
+) -> Stream:
+    """A stream of `split.tasks` fact tasks; `images(split)` loads every image of a split (called once per split)."""
+    facts = [Fact(*f) for f in facts]
+    fact_vectors = np.asarray(fact_vectors, dtype=np.float32)
+    if fact_vectors.shape[:2] != (len(facts), 3):
+        raise ValueError(f"fact_vectors must be [{len(facts)}, 3, d], got {fact_vectors.shape}")
+    load = functools.lru_cache(maxsize=2)(images)
+    names = tuple(f.text for f in facts)
+    tasks = []
+    for t in range(split.tasks):
+        owned = np.flatnonzero(split.task == t)
+        if len(owned) == 0:
+            raise ValueError(f"stream {name!r}: task {t} of the split has no facts")
+        meta = {"task_facts": tuple(int(i) for i in owned), "fact_vectors": fact_vectors}
+        if resolution is not None:
+            meta["resolution"] = resolution
+        key = TaskKey(f"{name}-task{t}", TaskKind.FACT, len(facts), names, domain="facts", metadata=meta)
+        tasks.append(StreamTask(key, functools.partial(_task_splits, key, owned, load), source=name))
+    vectors_flat = fact_vectors.reshape(len(facts), -1)
+    similarity = task_similarity(vectors_flat, split.task, facts)
+    info = {
+        "facts": [list(f) for f in facts],
+        "fact_train_images": [int(n) for n in train_images_per_fact],
+        "fact_task": [int(t) for t in split.task],
+        "split": {
+            "method": split.method,
+            "linkage": split.linkage,
+            "seed": split.seed,
+            "score": None if split.score is None else list(split.score),
+            "balance": balance_rows(split.task, split.tasks, np.asarray(train_images_per_fact)),
+        },
+        "task_similarity": {k: np.asarray(v).tolist() for k, v in similarity.items() if k in ("cosine", "spo_overlap")},
+        **(metadata or {}),
+    }
+    return Stream(name, tasks, eval_split=eval_split, evaluation="all", initial_evaluation=True, metadata=info)
+
+
+def _task_splits(key: TaskKey, owned: np.ndarray, load: Images) -> TaskSplits:
+    """The task's images: every train and test image whose fact it owns (dev empty; dev_test = test)."""
+    parts = {}
+    for split in ("train", "test"):
+        images, labels = load(split)
+        rows = np.flatnonzero(np.isin(labels, owned))
+        if len(rows) == 0:
+            raise ValueError(f"task {key.uid!r}: its facts have no {split} images")
+        parts[split] = ArrayDataset(key, split, images[rows], labels[rows])
+    empty = parts["train"].subset(np.zeros(0, dtype=np.int64), "dev")
+    test = parts["test"]
+    dev_test = ArrayDataset(key, "dev_test", test.images, test.labels())
+    return TaskSplits(parts["train"], empty, dev_test, test, notes={"split": "official"})
+
+
+def vectors_for(facts: Sequence[Fact], vectors_path: str, oov: str = "error") -> tuple[np.ndarray, list, np.ndarray]:
+    """(part ids [C, 3], part vectors (one array per part), t(f) as [C, 3, d]) from a word-vector file."""
+    part_ids, vocabularies = encode_facts(facts)
+    words = {w for vocab in vocabularies for phrase in vocab for w in phrase.replace("_", " ").split()}
+    vectors = read_word_vectors(vectors_path, words=words | {p.replace(" ", "_") for v in vocabularies for p in v})
+    part_vectors, _ = embed_parts(vocabularies, vectors, oov=oov)
+    matrix = fact_matrix(part_ids, part_vectors)
+    return part_ids, list(part_vectors), matrix.reshape(len(facts), 3, -1)
+
+
+__all__ = ["SPLIT_METHODS", "fact_stream", "split_facts", "vectors_for"]

@@ -1,0 +1,105 @@
+"""Wildcard-aware top-K: the vectorised scorer against plain loops, the tie rule, and its input errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from lifelong.facts.facts import Fact
+from lifelong.facts.topk import topk_accuracy, topk_correct
+
+
+def brute_force(similarity, candidates, truths, k):
+    """The spec written plainly: rank by (similarity desc, index asc); a truth's defined parts must match."""
+    out = []
+    for row, truth in zip(similarity, truths, strict=True):
+        order = sorted(range(len(candidates)), key=lambda j: (-row[j], j))[:k]
+        hit = False
+        for j in order:
+            cand = [None if p == "*" else p for p in candidates[j]]
+            want = [None if p == "*" else p for p in truth]
+            if all(w is None or w == c for w, c in zip(want, cand, strict=True)):
+                hit = True
+        out.append(hit)
+    return np.array(out)
+
+
+def random_fact(rng):
+    s = f"s{rng.integers(3)}"
+    p = f"p{rng.integers(2)}" if rng.random() < 0.7 else None
+    o = f"o{rng.integers(2)}" if rng.random() < 0.5 else None
+    return (s, p, o)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_matches_brute_force_with_wildcards_and_ties(seed):
+    rng = np.random.default_rng(seed)
+    candidates = [random_fact(rng) for _ in range(int(rng.integers(1, 15)))]
+    truths = [random_fact(rng) for _ in range(40)]
+    similarity = rng.integers(0, 4, size=(40, len(candidates))).astype(float)  # few values: many ties
+    for k in range(1, len(candidates) + 1):
+        expected = brute_force(similarity.tolist(), candidates, truths, k)
+        np.testing.assert_array_equal(topk_correct(similarity, candidates, truths, k=k), expected)
+
+
+def test_blocks_give_the_same_answer(monkeypatch):
+    from lifelong.facts import topk
+
+    rng = np.random.default_rng(1)
+    candidates = [random_fact(rng) for _ in range(30)]
+    truths = [random_fact(rng) for _ in range(200)]
+    similarity = rng.normal(size=(200, 30)).round(1)
+    whole = topk_correct(similarity, candidates, truths, k=5)
+    monkeypatch.setattr(topk, "BLOCK_ELEMENTS", 7 * 30)  # 7 images per block
+    np.testing.assert_array_equal(topk_correct(similarity, candidates, truths, k=5), whole)
+    np.testing.assert_array_equal(whole, brute_force(similarity.tolist(), candidates, truths, 5))
+
+
+def test_the_spec_wildcard_rule():
+    candidates = [Fact("lion"), Fact("lion", "eating", "meat"), Fact("tiger", "jumping"), Fact("lion", "eating")]
+    one_hot = np.eye(4)
+    # each truth with only candidate j ranked first (k = 1)
+    assert topk_correct(one_hot[[1]], candidates, [Fact("lion")], k=1)[0]  # S matches any same-S candidate
+    assert topk_correct(one_hot[[1]], candidates, [("lion", "eating", None)], k=1)[0]  # SP matches SPO
+    assert topk_correct(one_hot[[3]], candidates, [("lion", "eating", "*")], k=1)[0]  # "*" is undefined
+    assert not topk_correct(one_hot[[0]], candidates, [Fact("lion", "eating")], k=1)[0]  # <lion> lacks P
+    assert not topk_correct(one_hot[[3]], candidates, [Fact("lion", "eating", "meat")], k=1)[0]  # SPO needs exact
+    assert not topk_correct(one_hot[[2]], candidates, [Fact("lion")], k=1)[0]
+
+
+def test_ties_rank_the_smaller_index_first():
+    candidates = [("a",), ("b",), ("c",)]
+    similarity = [[1.0, 1.0, 1.0]]
+    assert topk_correct(similarity, candidates, [("a",)], k=1).tolist() == [True]
+    assert topk_correct(similarity, candidates, [("b",)], k=1).tolist() == [False]
+    assert topk_correct(similarity, candidates, [("c",)], k=2).tolist() == [False]
+    assert topk_correct(similarity, candidates, [("c",)], k=3).tolist() == [True]
+
+
+def test_accuracy_and_lists():
+    candidates = [("a", None, None), ("b", None, None)]
+    assert topk_accuracy([[0.9, 0.1], [0.9, 0.1]], candidates, [("a", None, None), ("b", None, None)], k=1) == 0.5
+    assert topk_correct(np.zeros((0, 2)), candidates, [], k=1).shape == (0,)
+
+
+@pytest.mark.parametrize(
+    ("similarity", "k", "message"),
+    [
+        (np.zeros((2, 3)), 0, "k must be >= 1"),
+        (np.zeros((2, 3)), 4, "k = 4 is larger than the number of candidates (3)"),
+        (np.zeros((3, 3)), 1, "expected (2 images, 3 candidates)"),
+        (np.zeros((2, 2)), 1, "expected (2 images, 3 candidates)"),
+        (np.array([[0, 1, 2], [0, np.nan, 1]]), 1, "similarity row 1"),
+    ],
+)
+def test_errors(similarity, k, message):
+    candidates = [("a",), ("b",), ("c",)]
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        topk_correct(similarity, candidates, [("a",), ("b",)], k=k)
+
+
+def test_a_truth_without_parts_is_an_error():
+    with pytest.raises(ValueError, match="truth 1"):
+        topk_correct(np.zeros((2, 1)), [("a",)], [("a",), (None, None, None)], k=1)
+    with pytest.raises(ValueError, match="candidate 0"):
+        topk_correct(np.zeros((1, 1)), ["abc"], [("a",)], k=1)
