@@ -119,3 +119,37 @@ def vectors_for(facts: Sequence[Fact], vectors_path: str, oov: str = "error") ->
 
 
 __all__ = ["SPLIT_METHODS", "fact_stream", "split_facts", "vectors_for"]
+
+
+def facts_mini(
+    data_root=None,
+    allow_missing=None,
+    eval_split="dev_test",
+    skip_corrupt=None,
+    split="semantic",
+    tasks=4,
+    linkage="single",
+    split_seed=0,
+    **options,
+):
+    """offline lifelong fact learning on emoji compositions: 186 facts, 4 tasks, split=semantic|random"""
+    from lifelong.data.sources.facts_mini import (
+        FactsMiniOptions,
+        load_facts_mini,
+        plan_counts,
+        plan_facts,
+        shipped_vectors_path,
+    )
+
+    opts = FactsMiniOptions(**{k: type(getattr(FactsMiniOptions(), k))(v) for k, v in options.items()})
+    facts = plan_facts(opts)
+    counts = plan_counts(opts, len(facts))
+    part_ids, part_vectors, vectors = vectors_for(facts, str(shipped_vectors_path()))
+    chosen = split_facts(facts, part_vectors, part_ids, str(split), int(tasks), counts, str(linkage), int(split_seed))
+
+    def images(which: str) -> tuple[np.ndarray, np.ndarray]:
+        data = load_facts_mini(opts, data_root=data_root)
+        return (data.train_images, data.train_facts) if which == "train" else (data.test_images, data.test_facts)
+
+    name = f"facts-mini-{split}"
+    return fact_stream(name, facts, chosen, vectors, images, counts, eval_split=eval_split, resolution=opts.size)
