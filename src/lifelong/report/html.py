@@ -78,7 +78,7 @@ def _per_task_section(runs: Sequence[Run], out: Path) -> _Section:
             matrix_figures += 1
             name = f"bucket_errors_{matrix_figures}.png"
             labels = list(run.data.task_metadata)
-            matrix = matrix_from_records(run.data.records, len(labels))
+            matrix = matrix_from_records(_trained_records(run.data.records), len(labels))
             plot_bucket_errors(matrix, out / name, labels=labels, title=f"error per bucket over training: {run.id}")
             section.figures.append((name, f"error of each evaluated bucket after each training event, {run.id}"))
     if matrix_figures:
@@ -179,7 +179,7 @@ def _matrix_section(runs: Sequence[Run], out: Path) -> _Section | None:
     )
     for i, run in enumerate(matrix_runs, start=1):
         labels = list(run.data.task_metadata)
-        matrix = matrix_from_records(run.data.records, len(labels))
+        matrix = matrix_from_records(_trained_records(run.data.records), len(labels))
         name = f"accuracy_matrix_{i}.png"
         plot_accuracy_matrix(matrix, out / name, labels=labels, title=run.id)
         protocol = run.data.info["stream"].get("protocol") or "iid"
@@ -268,3 +268,8 @@ def write_report(
     index = out / INDEX_FILE
     atomic_write_bytes(index, page.encode("utf-8"))
     return index
+
+
+def _trained_records(records: Sequence[dict]) -> list[dict]:
+    """Records made after some training: a fact stream's evaluations of the untrained learner (-1) are no cell."""
+    return [r for r in records if r.get("after_task_index") != -1]
