@@ -337,22 +337,14 @@ class ContinualLearner:
 
         term = self._penalty(state, model)
         term.start(model)
-        fit = train_continual(
+        fit = self._fit(
             model,
             train_items,
             train_labels,
-            epochs=cfg.linear_epochs if cfg.linear else cfg.epochs,
-            batch_size=cfg.linear_batch_size if cfg.linear else cfg.batch_size,
-            lr=cfg.linear_lr if cfg.linear else cfg.lr,
-            weight_decay=cfg.linear_weight_decay if cfg.linear else cfg.weight_decay,
-            momentum=cfg.momentum,
-            lr_step=cfg.lr_step,
-            seed=derive_seed(seed, event.task_index, _TRAIN),
-            augment=cfg.augment and not cfg.linear,
+            derive_seed(seed, event.task_index, _TRAIN),
+            resolution,
+            term,
             flip=task.domain.lower() not in cfg.no_flip_domains,
-            resolution=resolution,
-            penalty=None if cfg.penalty == "none" else term,
-            step_hook=term.step_hook,
         )
 
         def inputs(x: np.ndarray) -> torch.Tensor:
@@ -389,6 +381,28 @@ class ContinualLearner:
             teacher = self._model(state) if state["model"] is not None else None
             return LwF(teacher, cfg.lwf_alpha, cfg.lwf_temperature)
         return Term()
+
+    def _fit(self, model, items, labels, seed, resolution, term: Term, flip: bool, data_loss=None):
+        """train_continual with this config's recipe (CNN or linear regime) and the penalty `term`."""
+        cfg = self.config
+        return train_continual(
+            model,
+            items,
+            labels,
+            epochs=cfg.linear_epochs if cfg.linear else cfg.epochs,
+            batch_size=cfg.linear_batch_size if cfg.linear else cfg.batch_size,
+            lr=cfg.linear_lr if cfg.linear else cfg.lr,
+            weight_decay=cfg.linear_weight_decay if cfg.linear else cfg.weight_decay,
+            momentum=cfg.momentum,
+            lr_step=cfg.lr_step,
+            seed=seed,
+            augment=cfg.augment and not cfg.linear,
+            flip=flip,
+            resolution=resolution,
+            penalty=None if cfg.penalty == "none" else term,
+            step_hook=term.step_hook,
+            data_loss=data_loss,
+        )
 
     def _item_loss(self) -> ItemLoss | None:
         """The data loss EWC's Fisher uses (None: the cross-entropy of the logits)."""

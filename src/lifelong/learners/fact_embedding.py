@@ -27,7 +27,7 @@ from lifelong.core.resources import Resources
 from lifelong.core.tasks import TaskKey
 from lifelong.learners.continual import ContinualConfig, ContinualLearner
 from lifelong.learners.penalties import ItemLoss
-from lifelong.training.continual_loop import model_inputs, predict_items, train_continual
+from lifelong.training.continual_loop import model_inputs, predict_items
 from lifelong.training.loop import derive_seed
 from lifelong.training.models import count_parameters, initialise, make_model
 from lifelong.training.recipe import materialize
@@ -175,24 +175,10 @@ class FactLearner(ContinualLearner):
             model = self._model(state)
         term = self._penalty(state, model)
         term.start(model)
-        fit = train_continual(
-            model,
-            items,
-            labels,
-            epochs=cfg.linear_epochs if cfg.linear else cfg.epochs,
-            batch_size=cfg.linear_batch_size if cfg.linear else cfg.batch_size,
-            lr=cfg.linear_lr if cfg.linear else cfg.lr,
-            weight_decay=cfg.linear_weight_decay if cfg.linear else cfg.weight_decay,
-            momentum=cfg.momentum,
-            lr_step=cfg.lr_step,
-            seed=derive_seed(seed, event.task_index, _TRAIN),
-            augment=cfg.augment and not cfg.linear,
-            flip=False,  # "left of" must stay left of
-            resolution=resolution,
-            penalty=None if cfg.penalty == "none" else term,
-            step_hook=term.step_hook,
-            data_loss=self._loss,
-        )
+        train_seed = derive_seed(seed, event.task_index, _TRAIN)
+        fit = self._fit(
+            model, items, labels, train_seed, resolution, term, flip=False, data_loss=self._loss
+        )  # keep left/right
 
         def inputs(x: np.ndarray) -> torch.Tensor:
             return model_inputs(x, channels=int(getattr(model, "in_channels", 3)), resolution=resolution)
