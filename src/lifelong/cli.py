@@ -133,6 +133,16 @@ def run_command(
         raise typer.Exit(130) from None
     except (RunExistsError, RunFolderBusyError, EventError, FileNotFoundError, ValueError, ImportError) as exc:
         raise fail(exc) from None
+    from lifelong.commands.fact_console import is_fact_result
+
+    if results and is_fact_result(results[0]):
+        from lifelong.commands.fact_console import print_fact_run, print_fact_seeds
+
+        for result in results:
+            print_fact_run(result)
+        if len(results) > 1:
+            print_fact_seeds(results, out)
+        return
     if results and results[0].get("accuracy_matrix") is not None:
         from lifelong.commands.accuracy_matrix_console import print_matrix_run, print_matrix_seeds
 

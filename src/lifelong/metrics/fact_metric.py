@@ -14,9 +14,19 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from lifelong.metrics.fact_analysis import compositional, fact_transfer, few_shot, long_tail
+from lifelong.metrics.statistics import mean_std
 
 FEW_SHOT_THRESHOLD = 10  # a fact with 1..10 training images is few-shot
 RARE, FREQUENT = 10, 50  # compositional: an SPO fact with <= RARE images whose S, P and O each had >= FREQUENT
+HEADLINE = (  # (summary key, short label) of a run's headline figures, all fractions
+    ("fact_standard_mean_over_tasks", "standard, tasks"),
+    ("fact_generalized_mean_over_tasks", "generalized, tasks"),
+    ("fact_standard_mean_over_examples", "standard, examples"),
+    ("fact_generalized_mean_over_examples", "generalized, examples"),
+    ("fact_drop_mean_over_tasks", "drop, tasks"),
+    ("fact_bwt", "BWT"),
+    ("fact_fwt", "FWT"),
+)
 
 
 @dataclass(frozen=True)
@@ -126,6 +136,18 @@ class FactMetrics:
         return out
 
 
+def summarize_fact_seeds(summaries: list[dict]) -> dict[str, dict]:
+    """{key: {"mean", "std" (ddof=1; None for one seed), "n", "values"}} of every headline figure over the runs'
+    summaries that have it (an unfinished run has none)."""
+    stats = {}
+    for key, _ in HEADLINE:
+        values = [float(s[key]) for s in summaries if s.get(key) is not None]
+        if values:
+            mean, std = mean_std(values)
+            stats[key] = {"mean": mean, "std": std, "n": len(values), "values": values}
+    return stats
+
+
 def fact_metrics(stream=None) -> FactMetrics | None:
     """The fact metrics of a fact stream (tasks of kind "fact"); None for any other stream."""
     if stream is None or not stream.tasks or not stream.tasks[0].key.is_fact:
@@ -134,4 +156,4 @@ def fact_metrics(stream=None) -> FactMetrics | None:
     return FactMetrics(len(stream.tasks), meta.get("facts"), meta.get("fact_train_images"))
 
 
-__all__ = ["FactMetrics", "fact_metrics"]
+__all__ = ["HEADLINE", "FactMetrics", "fact_metrics", "summarize_fact_seeds"]

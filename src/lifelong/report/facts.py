@@ -2,7 +2,7 @@
 
 Fact runs are runs whose tasks are of kind "fact". Their figures are recomputed from the predict records with the
 fact metrics (`lifelong.metrics.fact_metric`) and the facts and training counts the stream recorded in run.json;
-values are top-5 accuracy in %, mean and population std over the seeds of each (stream, split, learner) group.
+values are top-5 accuracy in %, mean and sample std over the seeds of each (stream, split, learner) group.
 """
 
 from __future__ import annotations
@@ -16,20 +16,12 @@ import numpy as np
 
 from lifelong.core.files import atomic_write_bytes
 from lifelong.metrics.base import compute_all
-from lifelong.metrics.fact_metric import FactMetrics
+from lifelong.metrics.fact_metric import HEADLINE, FactMetrics, summarize_fact_seeds
 from lifelong.report.plots import new_figure, plain_legend, save_png
 from lifelong.results import RunData
 
 PAGE = "facts.html"
-COLUMNS = (
-    ("fact_standard_mean_over_tasks", "standard, tasks"),
-    ("fact_generalized_mean_over_tasks", "generalized, tasks"),
-    ("fact_standard_mean_over_examples", "standard, examples"),
-    ("fact_generalized_mean_over_examples", "generalized, examples"),
-    ("fact_drop_mean_over_tasks", "drop, tasks"),
-    ("fact_bwt", "BWT"),
-    ("fact_fwt", "FWT"),
-)
+COLUMNS = HEADLINE
 
 _TEMPLATE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Lifelong fact learning</title>
@@ -39,8 +31,8 @@ td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}th:first-child,t
 <h1>Lifelong fact learning</h1>
 <p>Top-5 accuracy (%) after the last task, wildcard-aware: <i>standard</i> ranks the facts of the image's own task,
 <i>generalized</i> every fact of the stream. Means over tasks and over test examples, the drop (standard -
-generalized), and backward / forward transfer on generalized accuracy (BWT, FWT, in points). Mean &plusmn; population
-std over seeds.</p>
+generalized), and backward / forward transfer on generalized accuracy (BWT, FWT, in points). Mean &plusmn; sample
+std (ddof=1) over seeds.</p>
 <table><thead><tr><th>stream</th><th>split</th><th>learner</th><th>seeds</th>
 {% for _, title in columns %}<th>{{ title }}</th>{% endfor %}</tr></thead>
 <tbody>{% for row in rows %}<tr><td>{{ row.stream }}</td><td>{{ row.split }}</td><td>{{ row.learner }}</td>
@@ -77,12 +69,16 @@ def fact_rows(groups: dict[tuple[str, str, str], list[dict]]) -> list[dict[str, 
     """One table row per (stream, split, learner): mean ± std (%) of every column over the group's runs."""
     rows = []
     for (stream, split, learner), summaries in sorted(groups.items()):
-        cells = []
-        for key, _ in COLUMNS:
-            values = [100.0 * s[key] for s in summaries if s.get(key) is not None]
-            cells.append(f"{np.mean(values):.2f} ± {np.std(values):.2f}" if values else "-")
+        stats = summarize_fact_seeds(summaries)
+        cells = [_cell(stats.get(key)) for key, _ in COLUMNS]
         rows.append({"stream": stream, "split": split, "learner": learner, "seeds": len(summaries), "cells": cells})
     return rows
+
+
+def _cell(stats: dict | None) -> str:
+    if stats is None:
+        return "-"
+    return f"{100 * stats['mean']:.2f}" + ("" if stats["std"] is None else f" ± {100 * stats['std']:.2f}")
 
 
 def _plot_matrix(R: np.ndarray, title: str, path: Path) -> Path:

@@ -20,7 +20,6 @@ key hashing the mapping, the options and the installed artwork's versions.
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import json
 import math
@@ -43,7 +42,7 @@ from lifelong.core.progress import progress_bar
 from lifelong.core.tasks import TaskKind
 from lifelong.data.labeled import LabeledImages
 from lifelong.data.roots import resolve_data_root
-from lifelong.data.sources.emoji_art import FAMILIES, FAMILY, STYLES, EmojiArt
+from lifelong.data.sources.emoji_art import STYLES, EmojiArt, art_cache_key, check_style_split, style_split
 
 MAPPING_FILE = "cog_mini_emoji.csv"
 MAPPING_COLUMNS = ("emoji", "codepoints", "emoji_name", "wnid", "synset_name", "note")
@@ -89,23 +88,16 @@ class CogMiniOptions:
         for name in ("train_per_concept", "test_per_concept", "levels"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} is {getattr(self, name)}; give at least 1")
-        if self.test_style not in FAMILIES:
-            raise ValueError(f"test_style {self.test_style!r} is not a style family; choose among {list(FAMILIES)}")
         low, high = self.crop_scale
         if not 0 < low <= high <= 1:
             raise ValueError(f"crop_scale must be (low, high) with 0 < low <= high <= 1, got {self.crop_scale}")
         if not (0 <= self.flip <= 1 and 0 <= self.jitter < 1 and self.rotation >= 0 and self.hue >= 0):
             raise ValueError("flip must be in [0, 1], jitter in [0, 1), rotation and hue >= 0")
-        for style in self.train_styles or ():
-            if style not in STYLES:
-                raise ValueError(f"unknown train style {style!r}; choose among {list(STYLES)}")
-            if FAMILY[style] == self.test_style:
-                raise ValueError(f"train style {style!r} is of the test family {self.test_style!r}; keep them apart")
+        check_style_split(self.test_style, self.train_styles)
 
     def styles(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """(train styles, test styles)."""
-        train = self.train_styles or tuple(s for s in STYLES if FAMILY[s] != self.test_style)
-        return tuple(train), tuple(s for s in STYLES if FAMILY[s] == self.test_style)
+        return style_split(self.test_style, self.train_styles)
 
 
 @dataclass
@@ -323,14 +315,7 @@ def build_cog_mini(
 
 def cache_key(options: CogMiniOptions, art: EmojiArt, mapping_text: str) -> str:
     """A short hash of everything the images depend on: mapping, options, artwork versions, cache format."""
-    train, test = options.styles()
-    payload = {
-        "version": CACHE_VERSION,
-        "mapping": hashlib.sha256(mapping_text.encode("utf-8")).hexdigest(),
-        "options": asdict(options),
-        "art": {s: art.source_id(s) for s in train + test},
-    }
-    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=list).encode()).hexdigest()[:16]
+    return art_cache_key(CACHE_VERSION, {"mapping": mapping_text}, asdict(options), art, sum(options.styles(), ()))
 
 
 def _level_bytes(level: CogMiniLevel) -> bytes:

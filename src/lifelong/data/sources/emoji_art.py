@@ -18,6 +18,7 @@ styles share a scale. Install everything with `scripts/install-cog-mini.sh`.
 from __future__ import annotations
 
 import functools
+import hashlib
 import io
 import json
 import os
@@ -50,6 +51,35 @@ HOW_TO_INSTALL = {
 NOTO_SIZE = 109  # the only size Noto Color Emoji's bitmap strike is drawn at
 MARGIN = 0.08  # blank border around the drawing, as a fraction of the side
 SVG_PIXELS = 256  # OpenMoji SVGs are rasterised at this side before cropping
+
+
+def check_style_split(test_style: str, train_styles: tuple[str, ...] | None) -> None:
+    """A ValueError unless `test_style` is a family and every train style exists and lies outside that family."""
+    if test_style not in FAMILIES:
+        raise ValueError(f"test_style {test_style!r} is not a style family; choose among {list(FAMILIES)}")
+    for style in train_styles or ():
+        if style not in STYLES:
+            raise ValueError(f"unknown train style {style!r}; choose among {list(STYLES)}")
+        if FAMILY[style] == test_style:
+            raise ValueError(f"train style {style!r} is of the test family {test_style!r}; keep them apart")
+
+
+def style_split(test_style: str, train_styles: tuple[str, ...] | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(train styles, test styles): the test family's styles are held out; None = every style outside it."""
+    train = train_styles or tuple(s for s in STYLES if FAMILY[s] != test_style)
+    return tuple(train), tuple(s for s in STYLES if FAMILY[s] == test_style)
+
+
+def art_cache_key(version: str, table: dict[str, str], options: dict, art: EmojiArt, styles: tuple[str, ...]) -> str:
+    """A short hash of everything images built from the artwork depend on: the cache format `version`, the shipped
+    tables (`{name: text}`, hashed), the build options and the versions of the styles' artwork."""
+    payload = {
+        "version": version,
+        **{name: hashlib.sha256(text.encode("utf-8")).hexdigest() for name, text in table.items()},
+        "options": options,
+        "art": {s: art.source_id(s) for s in styles},
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=list).encode()).hexdigest()[:16]
 
 
 class EmojiArtMissingError(FileNotFoundError):

@@ -13,17 +13,14 @@ cog-mini's augmentation (crop, small rotation, colour jitter; no flip, which wou
 images depend only on the seed, the fact and the options. Counts (`plan_counts`): `n_images` in all, `test_per_fact`
 test images per fact, the rest Zipf over a seeded rank order (n_f ~ rank^-zipf, clipped to [min, max] per fact).
 
-Word vectors: `facts_mini_vectors.txt` (word2vec text, 384-d, 6 significant digits), one per part text (objects,
-ATTRIBUTES, RELATIONS) keyed with spaces joined by "_" ("left of" -> "left_of", the whole-phrase key of
-`lifelong.facts.vectors.PHRASE_RULE`): the offline sentence model's embedding of the whole text, as
-`lifelong.facts.vectors.sentence_vectors` gives. Regenerate it (needs `lifelong[text]`) with
-    python -c "from lifelong.data.sources.facts_mini import write_facts_mini_vectors as w; w()"
+Word vectors: `facts_mini_vectors.txt` (word2vec text, 384-d), one per part text keyed with "_" for spaces (the
+whole-phrase key of `lifelong.facts.vectors.PHRASE_RULE`): the offline sentence model's embedding of the text.
+Regenerate it (needs `lifelong[text]`) with `write_facts_mini_vectors()`.
 """
 
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import json
 import math
@@ -45,7 +42,7 @@ from lifelong.core.files import atomic_write_bytes
 from lifelong.core.progress import progress_bar
 from lifelong.data.roots import resolve_data_root
 from lifelong.data.sources.cog_mini import CogMiniOptions, augment
-from lifelong.data.sources.emoji_art import FAMILIES, FAMILY, STYLES, EmojiArt
+from lifelong.data.sources.emoji_art import STYLES, EmojiArt, art_cache_key, check_style_split, style_split
 from lifelong.facts.facts import UNDEFINED, Fact
 
 OBJECTS_FILE = "facts_mini_objects.csv"
@@ -113,13 +110,7 @@ class FactsMiniOptions:
             raise ValueError(f"max_per_fact {self.max_per_fact} is below min_per_fact {self.min_per_fact}")
         if not (self.zipf >= 0 and 0 <= self.shift <= 0.2 and 0 <= self.scale_jitter <= 0.3):
             raise ValueError("zipf must be >= 0, shift in [0, 0.2] and scale_jitter in [0, 0.3]")
-        if self.test_style not in FAMILIES:
-            raise ValueError(f"test_style {self.test_style!r} is not a style family; choose among {list(FAMILIES)}")
-        for style in self.train_styles or ():
-            if style not in STYLES:
-                raise ValueError(f"unknown train style {style!r}; choose among {list(STYLES)}")
-            if FAMILY[style] == self.test_style:
-                raise ValueError(f"train style {style!r} is of the test family {self.test_style!r}; keep them apart")
+        check_style_split(self.test_style, self.train_styles)
         self.augmentation()  # validates size, crop_scale, rotation, jitter and hue
 
     def augmentation(self) -> CogMiniOptions:
@@ -129,8 +120,7 @@ class FactsMiniOptions:
 
     def styles(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """(train styles, test styles)."""
-        train = self.train_styles or tuple(s for s in STYLES if FAMILY[s] != self.test_style)
-        return tuple(train), tuple(s for s in STYLES if FAMILY[s] == self.test_style)
+        return style_split(self.test_style, self.train_styles)
 
 
 @dataclass
@@ -397,14 +387,7 @@ def _assemble(facts, parts, options, folder, notes) -> FactsMini:
 
 def cache_key(options: FactsMiniOptions, art: EmojiArt, objects_text: str) -> str:
     """A short hash of everything the images depend on: objects table, options, artwork versions, cache format."""
-    train, test = options.styles()
-    payload = {
-        "version": CACHE_VERSION,
-        "objects": hashlib.sha256(objects_text.encode("utf-8")).hexdigest(),
-        "options": asdict(options),
-        "art": {s: art.source_id(s) for s in train + test},
-    }
-    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=list).encode()).hexdigest()[:16]
+    return art_cache_key(CACHE_VERSION, {"objects": objects_text}, asdict(options), art, sum(options.styles(), ()))
 
 
 def _split_bytes(part: dict[str, np.ndarray]) -> bytes:
