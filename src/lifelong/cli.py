@@ -253,7 +253,7 @@ def data_status_command(
 
 @app.command("report")
 def report_command(
-    run_dirs: list[Path] = typer.Argument(..., help="Run folders (runs/<run id>) to compare."),
+    run_dirs: list[Path] = typer.Argument(..., help="Run folders (runs/<run id>) to compare, or their parent."),
     out: Path = typer.Option(Path("report"), "--out", help="Folder for index.html and its figures."),
     reference: str = typer.Option(None, "--reference", help="Run id or learner for regret (default: independent)."),
 ) -> None:

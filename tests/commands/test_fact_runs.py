@@ -55,9 +55,10 @@ def test_the_run_command_prints_R_and_the_headline_figures_and_a_seed_summary(ru
 
 def test_the_report_gains_a_fact_page_with_R_heatmap_and_long_tail(runs, tmp_path):
     out, _ = runs
-    folders = sorted(p for p in out.iterdir() if p.is_dir())
-    assert len(folders) == 2
-    index = write_report(folders, tmp_path / "report")
+    assert len([p for p in out.iterdir() if p.is_dir()]) == 2
+    index = write_report([out], tmp_path / "report")  # the parent folder stands for its run folders
+    again = write_report(sorted(out.glob("facts-mini-*")), tmp_path / "again")  # a glob that catches seeds.json
+    assert again.read_text(encoding="utf-8") == index.read_text(encoding="utf-8")
     assert 'href="facts.html"' in index.read_text(encoding="utf-8")
     page = (tmp_path / "report" / "facts.html").read_text(encoding="utf-8")
     assert "<td>fact-finetune</td>" in page and "<td>random</td>" in page and "<td>2</td>" in page

@@ -44,6 +44,8 @@ from lifelong.report.runs import (
     table_rows,
 )
 from lifelong.results import RunData, read_run, summarize_run
+from lifelong.results.runs import run_folders
+from lifelong.results.store import EVENTS_FILE
 
 INDEX_FILE = "index.html"
 TEMPLATE = "report.html.j2"
@@ -203,6 +205,18 @@ def _render(context: dict[str, Any]) -> str:
     return env.get_template(TEMPLATE).render(**context)
 
 
+def _expand_parents(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
+    """The paths with a parent of run folders replaced by its run folders and plain files (a glob's seeds.json)
+    left out; anything else stays, so that a folder that is no run folder is still named by the error."""
+    out: list[Path] = []
+    for given in map(Path, paths):
+        if given.is_file():
+            continue
+        children = run_folders([given]) if given.is_dir() and not (given / EVENTS_FILE).is_file() else []
+        out.extend(children if children and children != [given] else [given])
+    return out
+
+
 def write_report(
     run_dirs: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str], *, reference: str | None = None
 ) -> Path:
@@ -212,8 +226,9 @@ def write_report(
     run of learner 'independent', else the first run. Runs over another stream or split get no regret curve
     (the page says so). Raises when a folder is not a run folder or a run is given twice.
     """
+    run_dirs = _expand_parents(run_dirs)
     if not run_dirs:
-        raise ValueError("no run folders given; pass one or more folders written by `lifelong run`")
+        raise ValueError("no run folders given; pass folders written by `lifelong run`, or their parent folder")
     runs = []
     for run_dir in run_dirs:
         data = read_run(run_dir)
