@@ -43,15 +43,11 @@ from lifelong.data.feature_files import (
     write_json,
 )
 from lifelong.data.images import CorruptImageError, decode_image, to_channels
+from lifelong.training.devices import resolve_device
 from lifelong.training.encoders import Encoder, check_encoder_spec, load_encoder
 from lifelong.training.inputs import prepare_batch
 
 TRANSFORM = "shorter side resized to S (bicubic), centre crop S x S, pixels scaled to [-1, 1]"
-
-
-def default_device() -> torch.device:
-    """CUDA when available, else the CPU."""
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
 def load_square(path: str | os.PathLike, size: int) -> np.ndarray:
@@ -276,7 +272,7 @@ def extract_features(
     if manifest["complete"]:
         return load_features(out)
     manifest["batch_size"] = batch_size
-    device = torch.device(device) if device is not None else default_device()
+    device = resolve_device(device)
     encoder.to(device)
     was_training = encoder.training
     encoder.eval()

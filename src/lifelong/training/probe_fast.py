@@ -19,6 +19,7 @@ import torch
 
 from lifelong.core.progress import ProgressUpdate
 from lifelong.core.seeds import derive_seed
+from lifelong.training.devices import resolve_device
 from lifelong.training.probe_data import ProbeResult, ProbeSplits, TrialRecord, prepare_probe
 from lifelong.training.probe_reference import (
     BATCH_SIZE,
@@ -28,7 +29,6 @@ from lifelong.training.probe_reference import (
     MOMENTUM,
     cosine_lr,
     init_head,
-    resolve_device,
 )
 
 FAST_EPOCHS = 10  # the search and the final run; raised for tiny (few-shot) sets to reach MIN_STEPS steps

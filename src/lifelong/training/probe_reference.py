@@ -21,6 +21,7 @@ from torch import nn
 
 from lifelong.core.progress import ProgressUpdate
 from lifelong.core.seeds import derive_seed
+from lifelong.training.devices import resolve_device
 from lifelong.training.probe_data import FeatureRows, ProbeResult, ProbeSplits, TrialRecord, prepare_probe
 
 LR_RANGE = (1e-1, 1e2)
@@ -29,13 +30,6 @@ TRIALS, EPOCHS, BATCH_SIZE, MOMENTUM = 30, 100, 1024, 0.9
 EVAL_BATCH = 8192
 # derive_seed streams (1, 2: the split and the shots): minibatch order, head initialisation, trials, the final run
 _ORDER, _INIT, _TRIAL, _FINAL = 3, 4, 5, 6
-
-
-def resolve_device(device: str | torch.device | None) -> torch.device:
-    """`device`, or CUDA when available, else CPU."""
-    if device is None:
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(device)
 
 
 def init_head(dim: int, classes: int, heads: int, seed: int, device: torch.device) -> tuple[torch.Tensor, ...]:
