@@ -17,8 +17,7 @@ import numpy as np
 from lifelong.core.streams import Stream
 from lifelong.data.roots import resolve_data_root
 from lifelong.facts.facts import Fact
-from lifelong.facts.splits import Split, balance_rows, encode_facts, load_split
-from lifelong.facts.vectors import cached_part_vectors, fact_matrix
+from lifelong.facts.splits import Split, balance_rows, load_split
 from lifelong.suites.facts import SPLIT_METHODS, fact_stream, split_facts, vectors_for
 
 AUTHORS_SPLIT = "authors"
@@ -35,24 +34,6 @@ def _resolve(path: str | os.PathLike | None, data_root, what: str) -> Path | Non
     if under.exists():
         return under
     raise FileNotFoundError(f"{what} {str(given)!r} not found (nor under the data root, as {under})")
-
-
-def part_vectors_for(facts: list[Fact], vectors: Path | None, oov: str) -> tuple[np.ndarray, list, np.ndarray]:
-    """(part ids, part vectors, t(f) [C, 3, d]) from a word-vector file, or from the offline sentence model."""
-    if vectors is not None:
-        return vectors_for(facts, str(vectors), oov=oov)
-    from lifelong.concepts import text_similarity
-
-    try:
-        text_similarity.model_id()  # a light import of the model package: is it installed?
-    except ImportError as exc:
-        raise ValueError(
-            f"fact vectors without a word-vector file come from the offline sentence model: {exc}; or pass "
-            "-s vectors=FILE (word2vec text/binary or GloVe) to use word vectors instead"
-        ) from None
-    part_ids, vocabularies = encode_facts(facts)
-    parts, _ = cached_part_vectors(vocabularies, None)
-    return part_ids, list(parts), fact_matrix(part_ids, parts).reshape(len(facts), 3, -1)
 
 
 def saved_split(path: Path, facts: list[Fact], images_per_fact: np.ndarray) -> Split:
@@ -121,7 +102,7 @@ def facts(
         unseen_test=str(unseen_test),
     )
     counts = manifest.images_per_fact("train")
-    part_ids, part_vectors, fact_vectors = part_vectors_for(
+    part_ids, part_vectors, fact_vectors = vectors_for(
         manifest.facts, _resolve(vectors, data_root, "word-vector file"), str(oov)
     )
     split = str(split)
@@ -152,4 +133,4 @@ def facts(
     )
 
 
-__all__ = ["AUTHORS_SPLIT", "authors_split", "facts", "part_vectors_for", "saved_split"]
+__all__ = ["AUTHORS_SPLIT", "authors_split", "facts", "saved_split"]

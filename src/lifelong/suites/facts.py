@@ -11,6 +11,7 @@ facts, their training images, the split and its balance, and the task similarity
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -20,7 +21,7 @@ from lifelong.core.streams import Stream, StreamTask, TaskSplits
 from lifelong.core.tasks import TaskKey, TaskKind
 from lifelong.facts.facts import Fact
 from lifelong.facts.splits import Split, balance_rows, encode_facts, random_split, semantic_split
-from lifelong.facts.vectors import embed_parts, fact_matrix, read_word_vectors
+from lifelong.facts.vectors import cached_part_vectors, fact_matrix
 from lifelong.metrics.fact_analysis import task_similarity
 
 SPLIT_METHODS = ("semantic", "random")
@@ -108,14 +109,29 @@ def _task_splits(key: TaskKey, owned: np.ndarray, load: Images) -> TaskSplits:
     return TaskSplits(parts["train"], empty, dev_test, test, notes={"split": "official"})
 
 
-def vectors_for(facts: Sequence[Fact], vectors_path: str, oov: str = "error") -> tuple[np.ndarray, list, np.ndarray]:
-    """(part ids [C, 3], part vectors (one array per part), t(f) as [C, 3, d]) from a word-vector file."""
+def vectors_for(
+    facts: Sequence[Fact], vectors_path: str | os.PathLike | None = None, oov: str = "error"
+) -> tuple[np.ndarray, list, np.ndarray]:
+    """(part ids [C, 3], part vectors (one array per part), t(f) as [C, 3, d]) from a word-vector file, or from the
+    offline sentence model without one; cached per vocabulary (`lifelong.facts.vectors.cached_part_vectors`)."""
+    if vectors_path is None:
+        _require_sentence_model()
     part_ids, vocabularies = encode_facts(facts)
-    words = {w for vocab in vocabularies for phrase in vocab for w in phrase.replace("_", " ").split()}
-    vectors = read_word_vectors(vectors_path, words=words | {p.replace(" ", "_") for v in vocabularies for p in v})
-    part_vectors, _ = embed_parts(vocabularies, vectors, oov=oov)
-    matrix = fact_matrix(part_ids, part_vectors)
-    return part_ids, list(part_vectors), matrix.reshape(len(facts), 3, -1)
+    parts, _ = cached_part_vectors(vocabularies, vectors_path, oov=oov)
+    return part_ids, list(parts), fact_matrix(part_ids, parts).reshape(len(facts), 3, -1)
+
+
+def _require_sentence_model() -> None:
+    """A ValueError saying what to do when the offline sentence model's package is not installed."""
+    from lifelong.concepts import text_similarity
+
+    try:
+        text_similarity.model_id()  # a light import of the model package: is it installed?
+    except ImportError as exc:
+        raise ValueError(
+            f"fact vectors without a word-vector file come from the offline sentence model: {exc}; or pass "
+            "-s vectors=FILE (word2vec text/binary or GloVe) to use word vectors instead"
+        ) from None
 
 
 __all__ = ["SPLIT_METHODS", "fact_stream", "split_facts", "vectors_for"]
@@ -144,7 +160,7 @@ def facts_mini(
     opts = FactsMiniOptions(**{k: type(getattr(FactsMiniOptions(), k))(v) for k, v in options.items()})
     facts = plan_facts(opts)
     counts = plan_counts(opts, len(facts))
-    part_ids, part_vectors, vectors = vectors_for(facts, str(shipped_vectors_path()))
+    part_ids, part_vectors, vectors = vectors_for(facts, shipped_vectors_path())
     chosen = split_facts(facts, part_vectors, part_ids, str(split), int(tasks), counts, str(linkage), int(split_seed))
 
     def images(which: str) -> tuple[np.ndarray, np.ndarray]:
