@@ -13,6 +13,13 @@ from rich.table import Table
 
 from lifelong.commands.bench import bench_app
 from lifelong.commands.cog import cog_app
+from lifelong.commands.device_options import (
+    ChannelsLastOption,
+    CompileOption,
+    DeviceOption,
+    GpusPerTrialOption,
+    PrecisionOption,
+)
 from lifelong.commands.facts import facts_app
 from lifelong.commands.terminal import console, fail
 
@@ -79,8 +86,14 @@ def run_command(
     predictions: bool = typer.Option(
         True, "--predictions/--no-predictions", help="Save raw test scores per evaluation under predictions/."
     ),
+    device: DeviceOption = "auto",
+    precision: PrecisionOption = "auto",
+    compile: CompileOption = False,
+    channels_last: ChannelsLastOption = "auto",
+    gpus_per_trial: GpusPerTrialOption = 0.0,
 ) -> None:
     """Run a learner over a stream; print per-task errors (or the accuracy matrix) and the stream summary."""
+    from lifelong.commands.device_options import accelerator_specs
     from lifelong.commands.run_console import print_run, print_seed_summary
     from lifelong.commands.runner import RunExistsError, RunSpec, execute
     from lifelong.core.executors import make_executor
@@ -92,6 +105,7 @@ def run_command(
     stream_options = _parse_options(stream_option)
     try:
         temporal = classify_stream(stream).is_temporal
+        accelerator = accelerator_specs(device, precision, compile, channels_last)
     except ValueError as exc:
         raise fail(exc) from None
     if temporal:
@@ -118,12 +132,15 @@ def run_command(
             stream_options=stream_options,
             metrics=tuple(metric),
             save_predictions=predictions,
+            **accelerator,
         )
         for s in range(seed, seed + seeds)
     ]
     signal.signal(signal.SIGTERM, _interrupt)  # a polite kill marks the run interrupted, like Ctrl-C
     try:
-        runner = make_executor(executor, address=ray_address, num_cpus=num_cpus, cpus_per_item=threads)
+        runner = make_executor(
+            executor, address=ray_address, num_cpus=num_cpus, cpus_per_item=threads, gpus_per_item=gpus_per_trial
+        )
         results = runner.map(execute, specs)
     except KeyboardInterrupt:
         console.print(
@@ -277,11 +294,17 @@ def pretrain_cli(
     seed: int = typer.Option(0, "--seed"),
     option: list[str] = typer.Option([], "--option", "-o", help="Source option KEY=VALUE, e.g. n_per_class=300."),
     threads: int = typer.Option(1, "--threads", min=1, help="Torch threads. Same seed + threads = same weights."),
+    device: DeviceOption = "auto",
+    precision: PrecisionOption = "auto",
+    compile: CompileOption = False,
+    channels_last: ChannelsLastOption = "auto",
 ) -> None:
     """Train a model on a dataset and save a checkpoint for `--learner pretrained -o checkpoint=PATH`."""
+    from lifelong.commands.device_options import accelerator_from
     from lifelong.commands.pretraining import pretrain_command
 
     try:
+        accelerator_from(device, precision, compile, channels_last)
         info = pretrain_command(
             source, out, architecture, epochs, resolution, seed, _parse_options(option), threads=threads
         )
@@ -317,14 +340,20 @@ def pretrain_ssl_cli(
     threads: int = typer.Option(1, "--threads", min=1, help="Torch threads. Same seed + threads = same weights."),
     data_root: Path = typer.Option(None, "--data-root", help="Datasets folder (for --stream clear)."),
     stream_option: list[str] = typer.Option([], "--stream-option", "-s", help="Source option KEY=VALUE."),
+    device: DeviceOption = "auto",
+    precision: PrecisionOption = "auto",
+    compile: CompileOption = False,
+    channels_last: ChannelsLastOption = "auto",
 ) -> None:
     """Self-supervised (SimCLR) pretraining on a bucket's unlabeled images, for `-o encoder=PATH` (linear regime).
 
     Interrupted? Run the same command again: it resumes from OUT.work after the last finished epoch.
     """
+    from lifelong.commands.device_options import accelerator_from
     from lifelong.commands.pretraining import pretrain_ssl_command
 
     try:
+        accelerator_from(device, precision, compile, channels_last)
         info = pretrain_ssl_command(
             stream,
             out,
@@ -358,8 +387,15 @@ def transfer_matrix_cli(
     threads: int = typer.Option(
         1, "--threads", min=1, help="Torch threads per cell (same seed + threads = same matrix)."
     ),
+    device: DeviceOption = "auto",
+    precision: PrecisionOption = "auto",
+    compile: CompileOption = False,
+    channels_last: ChannelsLastOption = "auto",
+    gpus_per_trial: GpusPerTrialOption = 0.0,
 ) -> None:
     """Accuracy on task j after finetuning from task i's best Independent model, minus Independent on j."""
+    from lifelong.commands.device_options import accelerator_from
+    from lifelong.core.executors import make_executor
     from lifelong.core.files import atomic_write_bytes
     from lifelong.suites import get_stream
     from lifelong.training.loop import set_torch_threads
@@ -367,13 +403,16 @@ def transfer_matrix_cli(
 
     set_torch_threads(threads)
     try:
+        accelerator_from(device, precision, compile, channels_last)
         built = get_stream(stream, data_root=str(data_root) if data_root else None, allow_missing=False)
         result = transfer_matrix(
             built,
             epochs=epochs,
             trials=trials,
             seed=seed,
-            executor=executor,
+            executor=None
+            if executor == "local"
+            else make_executor(executor, cpus_per_item=threads, gpus_per_item=gpus_per_trial),
             cache_dir=cache or out.with_suffix(".cache"),
             progress=True,
         )

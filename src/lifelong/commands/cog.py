@@ -11,6 +11,15 @@ from rich.markup import escape
 from rich.table import Table
 
 from lifelong.commands.cog_prepare import prepare_features, pretrain_cog_encoder
+from lifelong.commands.device_options import (
+    ChannelsLastOption,
+    CompileOption,
+    DeviceOption,
+    GpusPerTrialOption,
+    PrecisionOption,
+    accelerator_from,
+    accelerator_specs,
+)
 from lifelong.commands.terminal import console, fail, note
 
 cog_app = typer.Typer(help="ImageNet-CoG: concept generalization levels built from WordNet.", no_args_is_help=True)
@@ -163,10 +172,16 @@ def run_command(
         Path | None, typer.Option("--data-root", help="Data root (cog-mini cache, feature sets).")
     ] = None,
     threads: Annotated[int, typer.Option("--threads", min=1, help="Torch threads per run.")] = 1,
+    device: DeviceOption = "auto",
+    precision: PrecisionOption = "auto",
+    compile: CompileOption = False,
+    channels_last: ChannelsLastOption = "auto",
+    gpus_per_trial: GpusPerTrialOption = 0.0,
 ) -> None:
     """Probe a frozen encoder level by level: extract features once, then run the CoG stream for every seed."""
     started = time.perf_counter()
     try:
+        accelerator_from(device, precision, compile, channels_last)  # feature extraction runs here
         features = prepare_features(encoder, data, levels_file=levels_file, data_root=data_root, threads=threads)
         specs = cog_run_specs(
             features,
@@ -181,8 +196,11 @@ def run_command(
             data_root=data_root,
             threads=threads,
             progress=executor == "local",
+            accelerator=accelerator_specs(device, precision, compile, channels_last),
         )
-        results = run_cog_specs(specs, executor=executor, num_cpus=num_cpus, threads=threads)
+        results = run_cog_specs(
+            specs, executor=executor, num_cpus=num_cpus, threads=threads, gpus_per_trial=gpus_per_trial
+        )
     except KeyboardInterrupt:
         console.print("[yellow]Interrupted.[/] Every finished event is checkpointed: rerun with [bold]--resume[/].")
         raise typer.Exit(130) from None
@@ -210,11 +228,16 @@ def pretrain_command(
     seed: Annotated[int, typer.Option("--seed", help="Seed.")] = 0,
     threads: Annotated[int, typer.Option("--threads", min=1, help="Torch threads.")] = 1,
     data_root: Annotated[Path | None, typer.Option("--data-root", help="Data root (cog-mini cache).")] = None,
+    device: DeviceOption = "auto",
+    precision: PrecisionOption = "auto",
+    compile: CompileOption = False,
+    channels_last: ChannelsLastOption = "auto",
 ) -> None:
     """Train an encoder on cog-mini's seen concepts' training images (labels: supervised; none: SimCLR), or save a
     seeded untrained one (random) as the control."""
     started = time.perf_counter()
     try:
+        accelerator_from(device, precision, compile, channels_last)
         summary = pretrain_cog_encoder(
             kind,
             out,
@@ -246,6 +269,7 @@ def cog_run_specs(
     data_root: Path | None,
     threads: int,
     progress: bool,
+    accelerator: dict | None = None,
 ) -> list:
     """One RunSpec per (level, shots, seed): the fan-out unit (its own run folder, checkpoint and resume)."""
     from lifelong.commands.runner import RunSpec
@@ -272,6 +296,7 @@ def cog_run_specs(
             threads=threads,
             data_root=str(data_root) if data_root else None,
             stream_options={"features": features, "levels": level, "shots": ALL if count is None else str(count)},
+            **(accelerator or {}),
         )
         for level in chosen
         for count in counts
@@ -312,11 +337,14 @@ def _run_or_skip(spec) -> dict:
     return execute(spec)
 
 
-def run_cog_specs(specs: list, *, executor: str = "local", num_cpus: int | None = None, threads: int = 1) -> list:
+def run_cog_specs(
+    specs: list, *, executor: str = "local", num_cpus: int | None = None, threads: int = 1, gpus_per_trial: float = 0.0
+) -> list:
     """Run every spec through the executor (local, or Ray: levels x shots x seeds in parallel)."""
     from lifelong.core.executors import make_executor
 
-    return make_executor(executor, num_cpus=num_cpus, cpus_per_item=threads).map(_run_or_skip, specs)
+    runner = make_executor(executor, num_cpus=num_cpus, cpus_per_item=threads, gpus_per_item=gpus_per_trial)
+    return runner.map(_run_or_skip, specs)
 
 
 def cog_top1(results: list[dict]) -> dict[tuple[str, str], list[float]]:

@@ -62,6 +62,13 @@ def machine(threads: int) -> dict[str, Any]:
     }
 
 
+def _accelerator() -> dict[str, Any]:
+    """The device, precision and speed options this run uses, as specs and as resolved here (GPU name)."""
+    from lifelong.training.devices import current_accelerator
+
+    return current_accelerator().describe()
+
+
 def versions() -> dict[str, str | None]:
     found: dict[str, str | None] = {}
     for package in PACKAGES:
@@ -92,6 +99,7 @@ def run_info(spec: Any, stream: Stream) -> dict[str, Any]:
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "machine": machine(spec.threads),
+        "accelerator": _accelerator(),
         "files": loaded_files(config),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }

@@ -29,6 +29,7 @@ from lifelong.run.checkpoint import CheckpointStore
 from lifelong.run.environment import run
 from lifelong.suites import classify_stream, get_stream
 from lifelong.suites.names import stream_label
+from lifelong.training.devices import Accelerator, use_accelerator
 from lifelong.training.loop import set_torch_threads
 
 CHECKPOINT_FILE = "checkpoint.pkl"
@@ -56,6 +57,16 @@ class RunSpec:
     stream_options: dict[str, Any] = field(default_factory=dict)  # e.g. ablation, shuffle_seed (nevis-*)
     metrics: tuple[str, ...] = ()  # registered metrics (lifelong.metrics entry points) reported beside the defaults
     save_predictions: bool = True  # raw test scores per evaluation under predictions/ (--no-predictions: off)
+    device: str = "auto"  # auto (CUDA when available), cpu, cuda, cuda:N; resolved where the run executes
+    precision: str = "auto"  # auto (bf16 autocast on CUDA, fp32 on the CPU), fp32 or bf16
+    channels_last: bool | None = None  # None: on for CUDA
+    compile: bool = False  # torch.compile the models' forward and backward
+
+    @property
+    def accelerator(self) -> Accelerator:
+        return Accelerator(
+            device=self.device, precision=self.precision, channels_last=self.channels_last, compile=self.compile
+        )
 
     @property
     def run_id(self) -> str:
@@ -91,6 +102,7 @@ def execute(spec: RunSpec, metrics: Sequence[Metric] = ()) -> dict:
 def _execute_held(spec: RunSpec, metrics: Sequence[Metric]) -> dict:
     """`execute` while this process holds the run folder's lock."""
     set_torch_threads(spec.threads)  # same seed AND same threads give identical numbers
+    use_accelerator(spec.accelerator)  # on this machine: a Ray worker without a GPU runs "auto" on its CPU
     folder_path = spec.folder
     checkpoint = CheckpointStore(folder_path / CHECKPOINT_FILE)
     _prepare_folder(spec, folder_path, checkpoint)
@@ -223,7 +235,8 @@ SAME_RUN_FIELDS = (
     "threads",
     "allow_missing",
     "metrics",
-)
+    "precision",
+)  # not the device: a run started on a GPU may resume on a CPU and the other way round
 
 
 def _check_same_config(spec: RunSpec, folder: Path) -> None:

@@ -34,10 +34,17 @@ class RayExecutor:
 
     name = "ray"
 
-    def __init__(self, address: str | None = None, num_cpus: int | None = None, cpus_per_item: float = 1.0) -> None:
+    def __init__(
+        self,
+        address: str | None = None,
+        num_cpus: int | None = None,
+        cpus_per_item: float = 1.0,
+        gpus_per_item: float = 0.0,
+    ) -> None:
         self.address = address
         self.num_cpus = num_cpus
         self.cpus_per_item = cpus_per_item
+        self.gpus_per_item = gpus_per_item
 
     def _ensure_started(self) -> Any:
         try:
@@ -61,7 +68,7 @@ class RayExecutor:
 
     def map(self, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
         ray = self._ensure_started()
-        remote = ray.remote(num_cpus=self.cpus_per_item, max_retries=0)(_apply)
+        remote = ray.remote(num_cpus=self.cpus_per_item, num_gpus=self.gpus_per_item, max_retries=0)(_apply)
         shared = ray.put(fn)
         return ray.get([remote.remote(shared, item) for item in items])
 
@@ -78,13 +85,23 @@ def _apply(fn: Callable[[T], R], item: T) -> R:
 
 
 def make_executor(
-    name: str, *, address: str | None = None, num_cpus: int | None = None, cpus_per_item: float = 1.0
+    name: str,
+    *,
+    address: str | None = None,
+    num_cpus: int | None = None,
+    cpus_per_item: float = 1.0,
+    gpus_per_item: float = 0.0,
 ) -> Executor:
-    """`local` or `ray`; for Ray, each item reserves `cpus_per_item` CPUs (the run's torch threads)."""
+    """`local` or `ray`; for Ray, each item reserves `cpus_per_item` CPUs (the run's torch threads) and
+    `gpus_per_item` GPUs (fractional: several items share one GPU)."""
     if name == "local":
         if address:
             raise ValueError("--ray-address needs --executor ray")
+        if gpus_per_item:
+            raise ValueError("--gpus-per-trial needs --executor ray (a local run uses --device)")
         return LocalExecutor()
     if name == "ray":
-        return RayExecutor(address=address, num_cpus=num_cpus, cpus_per_item=cpus_per_item)
+        if gpus_per_item < 0:
+            raise ValueError(f"--gpus-per-trial must be >= 0, got {gpus_per_item}")
+        return RayExecutor(address=address, num_cpus=num_cpus, cpus_per_item=cpus_per_item, gpus_per_item=gpus_per_item)
     raise ValueError(f"unknown executor {name!r}; choose 'local' or 'ray'")

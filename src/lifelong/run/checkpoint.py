@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import pickle
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,7 +40,7 @@ class CheckpointStore:
 
     def save(self, checkpoint: Checkpoint) -> None:
         buffer = io.BytesIO()
-        pickle.dump(checkpoint, buffer, protocol=pickle.HIGHEST_PROTOCOL)
+        _CpuPickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(checkpoint)
         atomic_write_bytes(self.path, buffer.getvalue())
 
     def load(self) -> Checkpoint:
@@ -53,3 +54,20 @@ class CheckpointStore:
         if not isinstance(checkpoint, Checkpoint) or checkpoint.version != FORMAT_VERSION:
             raise ValueError(f"{self.path} is not a lifelong checkpoint of format {FORMAT_VERSION}")
         return checkpoint
+
+
+class _CpuPickler(pickle.Pickler):
+    """Pickles torch tensors on an accelerator as CPU tensors: a run started on a GPU resumes on a CPU.
+
+    Learners keep their checkpoint state on the CPU already; this is the guarantee for any state that does not.
+    Torch is looked up, never imported: a run without it pickles plainly.
+    """
+
+    def reducer_override(self, obj: Any) -> Any:
+        torch = sys.modules.get("torch")
+        if torch is None or not isinstance(obj, torch.Tensor) or obj.device.type == "cpu":
+            return NotImplemented
+        moved = obj.detach().cpu()
+        if isinstance(obj, torch.nn.Parameter):
+            moved = torch.nn.Parameter(moved, requires_grad=obj.requires_grad)
+        return moved.__reduce_ex__(pickle.HIGHEST_PROTOCOL)

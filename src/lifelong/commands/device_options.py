@@ -1,0 +1,58 @@
+"""The accelerator options every command that trains or evaluates takes: --device, --precision, --compile, ...
+
+Each command declares them with these annotated types and hands the values to `accelerator_from`, which checks
+them and makes the accelerator this process's (or, for `lifelong run`, the RunSpec carries them to each worker).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+DeviceOption = Annotated[
+    str,
+    typer.Option("--device", metavar="auto|cpu|cuda|cuda:N", help="Where models compute (auto: CUDA when present)."),
+]
+PrecisionOption = Annotated[
+    str,
+    typer.Option(
+        "--precision", metavar="auto|fp32|bf16", help="auto: bf16 autocast on CUDA, fp32 on the CPU (unchanged)."
+    ),
+]
+CompileOption = Annotated[
+    bool,
+    typer.Option("--compile/--no-compile", metavar="", help="torch.compile the models (pays off on long GPU runs)."),
+]
+ChannelsLastOption = Annotated[
+    str, typer.Option("--channels-last", metavar="auto|on|off", help="NHWC memory format (auto: on for CUDA).")
+]
+GpusPerTrialOption = Annotated[
+    float,
+    typer.Option(
+        "--gpus-per-trial",
+        min=0.0,
+        metavar="N",
+        help="Ray: GPUs each run/trial reserves (fractional shares a GPU; 0: none).",
+    ),
+]
+
+_SWITCH = {"auto": None, "on": True, "off": False}
+
+
+def accelerator_specs(device: str, precision: str, compile: bool, channels_last: str) -> dict:
+    """The checked specs as RunSpec / Accelerator fields; a ValueError naming the bad one."""
+    from lifelong.training.devices import Accelerator
+
+    if channels_last not in _SWITCH:
+        raise ValueError(f"--channels-last {channels_last!r}: give auto, on or off")
+    specs = {"device": device, "precision": precision, "compile": compile, "channels_last": _SWITCH[channels_last]}
+    Accelerator(**specs)  # type: ignore[arg-type]  # checks the spelling of device and precision
+    return specs
+
+
+def accelerator_from(device: str, precision: str, compile: bool, channels_last: str):  # noqa: ANN201
+    """Make these options this process's accelerator (checks the device exists here) and return it."""
+    from lifelong.training.devices import Accelerator, use_accelerator
+
+    return use_accelerator(Accelerator(**accelerator_specs(device, precision, compile, channels_last)))
