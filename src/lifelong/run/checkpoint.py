@@ -57,7 +57,7 @@ class CheckpointStore:
 
 
 class _CpuPickler(pickle.Pickler):
-    """Pickles torch tensors on an accelerator as CPU tensors: a run started on a GPU resumes on a CPU.
+    """Pickles torch tensors on an accelerator as plain CPU tensors: a run started on a GPU resumes on a CPU.
 
     Learners keep their checkpoint state on the CPU already; this is the guarantee for any state that does not.
     Torch is looked up, never imported: a run without it pickles plainly.
@@ -67,7 +67,7 @@ class _CpuPickler(pickle.Pickler):
         torch = sys.modules.get("torch")
         if torch is None or not isinstance(obj, torch.Tensor) or obj.device.type == "cpu":
             return NotImplemented
-        moved = obj.detach().cpu()
+        moved = obj.detach().cpu().as_subclass(torch.Tensor)
         if isinstance(obj, torch.nn.Parameter):
             moved = torch.nn.Parameter(moved, requires_grad=obj.requires_grad)
         return moved.__reduce_ex__(pickle.HIGHEST_PROTOCOL)
