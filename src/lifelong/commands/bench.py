@@ -12,6 +12,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from lifelong.commands.device_options import ChannelsLastOption, CompileOption, DeviceOption, PrecisionOption
 from lifelong.commands.terminal import console, error_console, fail, note
 from lifelong.sortsearch.registry import SAMPLE_FIELDS
 
@@ -435,11 +436,17 @@ def build_zoo_cli(
     seed: int = typer.Option(0, "--seed"),
     executor: str = typer.Option("local", "--executor", help="local or ray."),
     num_cpus: int = typer.Option(None, "--num-cpus"),
+    device: DeviceOption = "auto",
+    precision: PrecisionOption = "auto",
+    compile: CompileOption = False,
+    channels_last: ChannelsLastOption = "auto",
 ) -> None:
     """Train and evaluate a zoo of varied models on clean + corrupted test samples (a real correctness matrix)."""
+    from lifelong.commands.device_options import accelerator_from
     from lifelong.sortsearch.zoo import ZooSettings, build_zoo
 
     try:
+        accelerator_from(device, precision, compile, channels_last)
         settings = ZooSettings(
             n_models=n_models,
             source=source,
