@@ -28,6 +28,7 @@ from lifelong.learners.options import configure
 from lifelong.learners.penalties import EWC, MAS, PENALTIES, SI, ItemLoss, LwF, Term
 from lifelong.training import encoders
 from lifelong.training.continual_loop import model_inputs, predict_items, step_lr, train_continual
+from lifelong.training.devices import cpu_tensors, current_accelerator
 from lifelong.training.flops import architecture_forward_flops
 from lifelong.training.loop import derive_seed, predict_scores
 from lifelong.training.models import ARCHITECTURES, count_parameters, initialise, make_model
@@ -286,12 +287,15 @@ class ContinualLearner:
     # ---- models --------------------------------------------------------------------------------------------
 
     def _new_model(self, num_classes: int, input_shape: tuple[int, ...], seed: int) -> nn.Module:
+        """A seeded model on the current accelerator."""
         if self.config.linear:
-            return initialise(nn.Linear(int(input_shape[0]), num_classes), seed)
-        return make_model(self.config.architecture, num_classes, seed=seed)
+            model = initialise(nn.Linear(int(input_shape[0]), num_classes), seed)
+        else:
+            model = make_model(self.config.architecture, num_classes, seed=seed)
+        return current_accelerator().place(model)
 
     def _model(self, state: dict[str, Any]) -> nn.Module:
-        """The state's model with its weights."""
+        """The state's model with its weights (kept on the CPU in the state), on the current accelerator."""
         space = state["label_space"]
         model = self._new_model(space["num_classes"], state["input_shape"], 0)
         model.load_state_dict(state["model"])
@@ -359,7 +363,7 @@ class ContinualLearner:
             "task_uid": task.uid,
             "task_index": event.task_index,
             "label_space": _label_space(task),
-            "model": {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()},
+            "model": cpu_tensors(model.state_dict()),
             "input_shape": tuple(int(s) for s in items.shape[1:]),
             "resolution": resolution,
             "buffer": buffer,

@@ -28,6 +28,7 @@ from lifelong.core.tasks import TaskKey
 from lifelong.learners.continual import ContinualConfig, ContinualLearner
 from lifelong.learners.penalties import ItemLoss
 from lifelong.training.continual_loop import model_inputs, predict_items
+from lifelong.training.devices import DeviceCopies, cpu_tensors, current_accelerator
 from lifelong.training.loop import derive_seed
 from lifelong.training.models import count_parameters, initialise, make_model
 from lifelong.training.recipe import materialize
@@ -78,10 +79,11 @@ class FactDistanceLoss:
         self.targets = torch.as_tensor(np.asarray(targets, dtype=np.float32))
         self.mask = torch.as_tensor(np.asarray(mask, dtype=np.float32))
         self.dim = self.targets.shape[2]
+        self._copies = DeviceCopies({"targets": self.targets, "mask": self.mask})  # on the model's device once
 
     def __call__(self, outputs: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        targets = self.targets.to(outputs.device)[labels]
-        mask = self.mask.to(outputs.device)[labels]
+        space = self._copies.on(outputs.device)
+        targets, mask = space["targets"][labels], space["mask"][labels]
         parts = outputs.reshape(len(outputs), 3, self.dim)
         distance = torch.sqrt(((parts - targets) ** 2).sum(-1) + NORM_EPS)
         return (distance * mask).sum(1).mean()
@@ -133,12 +135,13 @@ class FactLearner(ContinualLearner):
     # ---- models --------------------------------------------------------------------------------------------
 
     def _fact_model(self, dim: int, input_shape: tuple[int, ...], seed: int) -> nn.Module:
+        """A seeded fact model on the current accelerator."""
         cfg = self.config
         if cfg.linear:
-            return initialise(FactHead(int(input_shape[0]), dim, cfg.hidden), seed)
+            return current_accelerator().place(initialise(FactHead(int(input_shape[0]), dim, cfg.hidden), seed))
         model = make_model(cfg.architecture, 2, seed=seed)
         model.head = initialise(FactHead(model.backbone.out_features, dim, cfg.hidden), derive_seed(seed, 0))
-        return model
+        return current_accelerator().place(model)
 
     def _model(self, state: dict[str, Any]) -> nn.Module:
         model = self._fact_model(state["fact_dim"], state["input_shape"], 0)
@@ -190,7 +193,7 @@ class FactLearner(ContinualLearner):
             "task_uid": task.uid,
             "task_index": event.task_index,
             "label_space": {"uid": task.uid, "num_classes": task.num_classes, "class_names": task.class_names},
-            "model": {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()},
+            "model": cpu_tensors(model.state_dict()),
             "input_shape": tuple(int(s) for s in items.shape[1:]),
             "resolution": resolution,
             "penalty": kept,

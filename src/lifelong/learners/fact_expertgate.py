@@ -26,6 +26,7 @@ from lifelong.core.resources import Resources
 from lifelong.learners.fact_embedding import FactConfig, FactLearner, cosine_scores, fact_space
 from lifelong.training import encoders
 from lifelong.training.continual_loop import model_inputs, predict_items
+from lifelong.training.devices import cpu_tensors, current_accelerator
 from lifelong.training.flops import count_training_flops
 from lifelong.training.loop import derive_seed
 from lifelong.training.models import count_parameters, initialise
@@ -85,44 +86,52 @@ def _gate_inputs(gate: dict[str, Any], features: np.ndarray) -> torch.Tensor:
 
 
 def _autoencoder(gate: dict[str, Any]) -> Autoencoder:
+    """The gate's autoencoder (weights kept on the CPU) on the current accelerator, in eval mode."""
     weights = gate["weights"]
     model = Autoencoder(weights["encoder.0.weight"].shape[1], weights["encoder.0.weight"].shape[0])
     model.load_state_dict(weights)
-    return model.eval()
+    return current_accelerator().place(model).eval()
 
 
 def train_gate(
     features: np.ndarray, hidden: int, epochs: int, lr: float, batch_size: int, seed: int
 ) -> tuple[dict[str, Any], float]:
-    """(gate: autoencoder weights and the standardisation, FLOPs) fit with Adam on the mean squared error."""
+    """(gate: autoencoder weights (CPU) and the standardisation, FLOPs) fit with Adam on the mean squared error, on
+    the current accelerator."""
     features = np.asarray(features, dtype=np.float32)
     mean = features.mean(0)
     gate: dict[str, Any] = {"mean": mean, "std": np.maximum(features.std(0), STD_FLOOR), "weights": None}
-    x = _gate_inputs(gate, features)
-    model = initialise(Autoencoder(x.shape[1], hidden), seed)
+    acc = current_accelerator()
+    x = acc.to(_gate_inputs(gate, features))
+    model = acc.place(initialise(Autoencoder(x.shape[1], hidden), seed))
+    forward = acc.forward_fn(model)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     batch = min(batch_size, len(x))
     loss_fn = nn.functional.mse_loss
     flops_per_step = count_training_flops(model, (x[:batch], x[:batch]), loss_fn=loss_fn)
     rng, steps = np.random.default_rng(derive_seed(seed, _GATE)), 0
     for _ in range(epochs):
-        order = torch.from_numpy(rng.permutation(len(x)))
+        order = acc.to(torch.from_numpy(rng.permutation(len(x))))
         for start in range(0, len(x) - batch + 1, batch):  # full batches only: FLOPs are exact
             xb = x[order[start : start + batch]]
-            loss = loss_fn(model(xb), xb)
+            with acc.autocast():
+                loss = loss_fn(forward(xb).float(), xb)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
             steps += 1
-    gate["weights"] = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    gate["weights"] = cpu_tensors(model.state_dict())
     return gate, flops_per_step * steps
 
 
 @torch.no_grad()
 def gate_errors(gate: dict[str, Any], features: np.ndarray) -> np.ndarray:
     """Per item, the gate's mean squared reconstruction error [N] (float64)."""
-    x = _gate_inputs(gate, features)
-    return ((_autoencoder(gate)(x) - x) ** 2).mean(1).double().numpy()
+    acc = current_accelerator()
+    x = acc.to(_gate_inputs(gate, features))
+    with acc.autocast():
+        reconstruction = _autoencoder(gate)(x).float()
+    return ((reconstruction - x) ** 2).mean(1).double().cpu().numpy()
 
 
 def relatedness(errors: np.ndarray, own: float) -> np.ndarray:

@@ -21,6 +21,8 @@ from lifelong.core.events import PredictEvent, TrainEvent
 from lifelong.core.resources import Resources
 from lifelong.learners.fact_embedding import FactConfig, FactLearner
 from lifelong.learners.penalties import Inputs, ItemLoss, Term, diagonal_fisher
+from lifelong.training.devices import DeviceCopies
+from lifelong.training.flops import model_device
 
 ALPHAS = ("uniform", "images")
 Weights = dict[str, torch.Tensor]
@@ -104,12 +106,14 @@ class _IMMTerm(Term):
     def __init__(self, anchor: Weights | None, strength: float, loss: ItemLoss | None) -> None:
         self.anchor, self.strength, self.loss = anchor, strength, loss
         self.step_hook = self if anchor is not None and strength > 0 else None
+        self._anchor = None if anchor is None else DeviceCopies(anchor)  # copied to the model's device once
 
     def before_step(self, model: nn.Module) -> None:
-        assert self.anchor is not None
+        assert self._anchor is not None
+        anchor = self._anchor.on(model_device(model))
         for name, p in model.named_parameters():
             if p.requires_grad:
-                pull = self.strength * (p.detach() - self.anchor[name].to(p.device))
+                pull = self.strength * (p.detach() - anchor[name])
                 p.grad = pull if p.grad is None else p.grad + pull
 
     def after_step(self, model: nn.Module) -> None:

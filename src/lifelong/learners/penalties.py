@@ -2,9 +2,10 @@
 and LwF, as extra loss terms.
 
 Each is a small object made per bucket from what the learner state keeps (CPU tensors keyed by parameter
-name): it is the `penalty(model, x, logits)` of `train_continual`, optionally its step hook (SI), and
-`finish(...)` returns what the state keeps for the next bucket. On the first bucket there is nothing to
-hold on to, so the term is zero. The label space is fixed, so every class's logit is regularised.
+name, copied to the model's device once per bucket): it is the `penalty(model, x, logits)` of `train_continual`,
+optionally its step hook (SI), and `finish(...)` returns what the state keeps for the next bucket (CPU tensors).
+On the first bucket there is nothing to hold on to, so the term is zero. The label space is fixed, so every
+class's logit is regularised.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call, grad, vmap
 
-from lifelong.training.flops import count_training_flops
+from lifelong.training.devices import DeviceCopies, cpu_tensors
+from lifelong.training.flops import count_training_flops, model_device
 
 Tensors = dict[str, torch.Tensor]
 Inputs = Callable[[np.ndarray], torch.Tensor]  # items -> prepared model inputs (eval transform)
@@ -25,10 +27,6 @@ Inputs = Callable[[np.ndarray], torch.Tensor]  # items -> prepared model inputs 
 
 def _params(model: nn.Module) -> dict[str, torch.Tensor]:
     return {name: p for name, p in model.named_parameters() if p.requires_grad}
-
-
-def _cpu(tensors: dict[str, torch.Tensor]) -> Tensors:
-    return {k: v.detach().to("cpu", copy=True) for k, v in tensors.items()}
 
 
 def _curvature(weights: Tensors, scale: float, max_curvature: float | None) -> Tensors:
@@ -42,10 +40,10 @@ def _curvature(weights: Tensors, scale: float, max_curvature: float | None) -> T
 
 
 def _quadratic(model: nn.Module, curvature: Tensors, anchor: Tensors) -> torch.Tensor:
-    """(1 / 2) sum_k h_k (theta_k - anchor_k)^2 over the trainable parameters."""
+    """(1 / 2) sum_k h_k (theta_k - anchor_k)^2 over the trainable parameters (h and anchor on their device)."""
     total = None
     for name, p in _params(model).items():
-        term = (curvature[name].to(p.device) * (p - anchor[name].to(p.device)) ** 2).sum()
+        term = (curvature[name] * (p - anchor[name]) ** 2).sum()
         total = term if total is None else total + term
     if total is None:
         raise ValueError("the model has no trainable parameters to regularise")
@@ -84,11 +82,20 @@ class _Anchored(Term):
 
     kept: dict | None = None
     _h: Tensors | None = None
+    _pull: tuple[DeviceCopies, DeviceCopies] | None = None
+
+    def pull(self, model: nn.Module) -> tuple[Tensors, Tensors]:
+        """(curvature, anchor) on the model's device, copied there once per bucket."""
+        assert self.kept is not None and self._h is not None
+        if self._pull is None:
+            self._pull = (DeviceCopies(self._h), DeviceCopies(self.kept["anchor"]))
+        device = model_device(model)
+        return self._pull[0].on(device), self._pull[1].on(device)
 
     def __call__(self, model: nn.Module, x: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
         if self.kept is None or self._h is None:
             return _zero(logits)
-        return _quadratic(model, self._h, self.kept["anchor"])
+        return _quadratic(model, *self.pull(model))
 
 
 class EWC(_Anchored):
@@ -119,7 +126,7 @@ class EWC(_Anchored):
         fisher, flops = diagonal_fisher(model, items, labels, inputs, self.chunk, self.loss)
         if self.kept is not None:
             fisher = {k: self.decay * self.kept["fisher"][k] + v for k, v in fisher.items()}
-        return {"fisher": fisher, "anchor": _cpu(_params(model))}, flops
+        return {"fisher": fisher, "anchor": cpu_tensors(_params(model))}, flops
 
     def held_parameters(self) -> int:
         return 0 if self.kept is None else 2 * sum(v.numel() for v in self.kept["fisher"].values())
@@ -167,6 +174,7 @@ def per_item_mean(
     """(mean over items of transform(d value(F(x), y) / d theta), FLOPs): per-item gradients via vmap, eval mode.
 
     `value(outputs [1, ...], y [1])` is one item's scalar. FLOPs: one counted update step per item, times the items.
+    Inputs go to the model's device; the result is on the CPU.
     """
     if len(items) == 0:
         raise ValueError("a per-item importance needs at least one item")
@@ -178,12 +186,13 @@ def per_item_mean(
 
     per_item = vmap(grad(item_value), in_dims=(None, 0, 0))
     total = {k: torch.zeros_like(v) for k, v in params.items()}
+    device = model_device(model)
     flops_per_item = 0.0
     was_training = model.training
     model.eval()
     try:
         for start in range(0, len(items), chunk):
-            x = inputs(items[start : start + chunk])
+            x = inputs(items[start : start + chunk]).to(device)
             y = torch.from_numpy(np.asarray(labels[start : start + chunk], dtype=np.int64)).to(x.device)
             if not flops_per_item:
                 flops_per_item = count_training_flops(model, (x, y), loss_fn=value) / len(x)
@@ -216,7 +225,7 @@ class MAS(_Anchored):
         omega, flops = output_sensitivity(model, items, inputs, self.chunk)
         if self.kept is not None:
             omega = {k: self.kept["omega"][k] + v for k, v in omega.items()}
-        return {"omega": omega, "anchor": _cpu(_params(model))}, flops
+        return {"omega": omega, "anchor": cpu_tensors(_params(model))}, flops
 
     def held_parameters(self) -> int:
         return 0 if self.kept is None else 2 * sum(v.numel() for v in self.kept["omega"].values())
@@ -246,11 +255,11 @@ class SI(_Anchored):
         self._path = {k: torch.zeros_like(v) for k, v in self._start.items()}
 
     def before_step(self, model: nn.Module) -> None:
+        pull = self.pull(model) if self.kept is not None and self._h is not None else None
         for name, p in _params(model).items():
             g = torch.zeros_like(p) if p.grad is None else p.grad.detach().clone()
-            if self.kept is not None and self._h is not None:  # remove this penalty's gradient h (theta - theta*)
-                h, anchor = self._h[name].to(p.device), self.kept["anchor"][name].to(p.device)
-                g -= h * (p.detach() - anchor)
+            if pull is not None:  # remove this penalty's gradient h (theta - theta*)
+                g -= pull[0][name] * (p.detach() - pull[1][name])
             self._task_grad[name] = g
             self._before[name] = p.detach().clone()
 
@@ -268,7 +277,7 @@ class SI(_Anchored):
             delta = p.detach() - self._start[name]
             new = torch.clamp(self._path[name] / (delta**2 + self.damping), min=0.0).cpu()
             omega[name] = new if self.kept is None else self.kept["omega"][name] + new
-        return {"omega": omega, "anchor": _cpu(_params(model))}, 0.0
+        return {"omega": omega, "anchor": cpu_tensors(_params(model))}, 0.0
 
     def held_parameters(self) -> int:
         size = sum(v.numel() for v in self._start.values()) if self._start else 0

@@ -26,7 +26,8 @@ PREDICT_ROWS = 65_536
 @dataclass(frozen=True)
 class ProbeConfig:
     """`probe`: fast (a grid trained together, short schedule) or reference (30 Optuna TPE trials x 100 epochs).
-    `trials`/`epochs`: override the reference probe's (None: the protocol's). `device`: cpu, cuda (None: auto)."""
+    `trials`/`epochs`: override the reference probe's (None: the protocol's). `device`: auto, cpu, cuda or cuda:N
+    (None: the current accelerator's, as every model)."""
 
     probe: str = "fast"
     trials: int | None = None
@@ -34,6 +35,10 @@ class ProbeConfig:
     device: str | None = None
 
     def __post_init__(self) -> None:
+        if self.device is not None:
+            from lifelong.training.devices import check_device_spec
+
+            object.__setattr__(self, "device", check_device_spec(self.device))
         if self.probe not in PROBES:
             raise ValueError(f"probe must be one of {PROBES}, got {self.probe!r}; e.g. -o probe=fast")
         for name in ("trials", "epochs"):

@@ -12,6 +12,7 @@ import torch
 from torch import nn
 
 from lifelong.core.seeds import derive_seed
+from lifelong.training.devices import current_accelerator
 from lifelong.training.models import initialise, resnet
 
 ARCHITECTURES = ("mlp", "cnn", "resnet_mini")
@@ -132,14 +133,17 @@ class SmallCNN(nn.Module):
 
 
 def make_zoo_model(spec: ModelSpec, image_shape: tuple[int, int, int], num_classes: int) -> nn.Module:
-    """The network of `spec` for images of `image_shape` (H, W, C), seeded from the spec."""
+    """The network of `spec` for images of `image_shape` (H, W, C), seeded from the spec, on the current accelerator."""
     seed = derive_seed(spec.seed, _INIT)
     channels = image_shape[2]
+    model: nn.Module
     if spec.architecture == "mlp":
-        return MLP(image_shape, num_classes, spec.width, seed)
-    if spec.architecture == "cnn":
-        return SmallCNN(image_shape, num_classes, spec.width, seed)
-    if spec.architecture == "resnet_mini":  # resnet_mini's 1-1-1-1 blocks at base width `width` (16 = resnet_mini)
+        model = MLP(image_shape, num_classes, spec.width, seed)
+    elif spec.architecture == "cnn":
+        model = SmallCNN(image_shape, num_classes, spec.width, seed)
+    elif spec.architecture == "resnet_mini":  # resnet_mini's 1-1-1-1 blocks at base width `width` (16 = resnet_mini)
         widths = tuple(spec.width * k for k in (1, 2, 4, 8))
-        return resnet(num_classes, blocks=(1, 1, 1, 1), widths=widths, in_channels=channels, seed=seed)
-    raise ValueError(f"unknown zoo architecture {spec.architecture!r}; choose from {sorted(ARCHITECTURES)}")
+        model = resnet(num_classes, blocks=(1, 1, 1, 1), widths=widths, in_channels=channels, seed=seed)
+    else:
+        raise ValueError(f"unknown zoo architecture {spec.architecture!r}; choose from {sorted(ARCHITECTURES)}")
+    return current_accelerator().place(model)

@@ -18,9 +18,10 @@ import torch
 from torch import nn
 
 from lifelong.core.tasks import TaskKind
-from lifelong.training.flops import count_training_flops, model_device
+from lifelong.training.devices import current_accelerator
+from lifelong.training.flops import count_training_flops
 from lifelong.training.inputs import Size, prepare_batch
-from lifelong.training.loop import TrainingLoss, derive_seed
+from lifelong.training.loop import EpochLoss, TrainingLoss, derive_seed
 
 # Stream tags for derive_seed (own numbering: these streams never meet train_model's).
 _ORDER, _AUGMENT = 11, 12
@@ -93,7 +94,7 @@ def train_continual(
     batch dropped), so FLOPs = one counted step x steps is exact. Images are augmented (random resized crop,
     mirrored unless `flip` is False) when `augment`; features never are. `penalty(model, x, logits)` is added
     to the data loss (`data_loss(outputs, labels)`, default the cross-entropy); `step_hook` sees each step (before
-    and after the optimizer update).
+    and after the optimizer update). The model trains on the current accelerator (as `train_model`).
     """
     items, labels = np.asarray(items), np.asarray(labels, dtype=np.int64)
     n = len(items)
@@ -108,7 +109,8 @@ def train_continual(
     batch = min(batch_size, n)
     steps_per_epoch = n // batch
     fit_loss = data_loss if data_loss is not None else TrainingLoss(TaskKind.MULTI_CLASS)
-    device = model_device(model)
+    acc = current_accelerator()
+    forward = acc.forward_fn(acc.place(model))
     channels = int(getattr(model, "in_channels", 3))
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.SGD(params, lr=lr, momentum=momentum, weight_decay=weight_decay)
@@ -129,15 +131,15 @@ def train_continual(
             group["lr"] = lr * (0.1 if epoch >= decay_epoch else 1.0)
         model.train()
         order = np.random.default_rng(derive_seed(seed, _ORDER, epoch)).permutation(n)
-        epoch_losses = []
+        epoch_losses = EpochLoss()
         for start in range(0, steps_per_epoch * batch, batch):
             idx = order[start : start + batch]
             x = model_inputs(items[idx], channels=channels, resolution=resolution, generator=generator, flip=flip)
-            x = x.to(device)
-            y = torch.from_numpy(labels[idx]).to(device)
+            x, y = acc.batch(x), acc.to(torch.from_numpy(labels[idx]))
             if flops_per_step is None:
                 flops_per_step = count_training_flops(model, (x, y), loss_fn=loss_fn(x))
-            loss = loss_fn(x)(model(x), y)
+            with acc.autocast():
+                loss = loss_fn(x)(forward(x).float(), y)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             if step_hook is not None:
@@ -145,9 +147,9 @@ def train_continual(
             optimizer.step()
             if step_hook is not None:
                 step_hook.after_step(model)
-            epoch_losses.append(loss.item())
+            epoch_losses.add(loss)
             step += 1
-        losses.append(float(np.mean(epoch_losses)))
+        losses.append(epoch_losses.mean())
     assert flops_per_step is not None  # n >= 1 and epochs >= 1, so a step ran
     return ContinualFit(step, batch, flops_per_step, flops_per_step * step, losses)
 
@@ -156,23 +158,24 @@ def train_continual(
 def predict_items(
     model: nn.Module, items: np.ndarray, batch_size: int = 256, resolution: Size | None = None
 ) -> np.ndarray:
-    """Logits [N, C] float32 of `items` (images centre-resized, or features) in order, in eval mode."""
-    device = model_device(model)
+    """Logits [N, C] float32 of `items` (images centre-resized, or features) in order, in eval mode, on the current
+    accelerator (the model moved there; one copy of the logits to the host at the end)."""
+    acc = current_accelerator()
+    forward = acc.forward_fn(acc.place(model))
     was_training = model.training
     model.eval()
     channels = int(getattr(model, "in_channels", 3))
+    out = []
     try:
-        out = [
-            model(model_inputs(items[s : s + batch_size], channels=channels, resolution=resolution).to(device))
-            .float()
-            .cpu()
-            for s in range(0, len(items), batch_size)
-        ]
+        with acc.autocast():
+            for s in range(0, len(items), batch_size):
+                x = model_inputs(items[s : s + batch_size], channels=channels, resolution=resolution)
+                out.append(forward(acc.batch(x)).float())
     finally:
         model.train(was_training)
     if not out:
         raise ValueError("nothing to predict: no items")
-    return torch.cat(out).numpy()
+    return torch.cat(out).cpu().numpy()
 
 
 __all__ = ["ContinualFit", "Penalty", "StepHook", "model_inputs", "predict_items", "step_lr", "train_continual"]

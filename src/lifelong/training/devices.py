@@ -18,11 +18,12 @@ import contextlib
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 from torch import nn
 
+M = TypeVar("M", bound=nn.Module)
 AUTO = "auto"
 DEVICE_CHOICES = "auto, cpu, cuda or cuda:N"
 PRECISIONS = ("auto", "fp32", "bf16")
@@ -93,7 +94,7 @@ class Accelerator:
 
     @property
     def resolved_precision(self) -> str:
-        """"fp32" or "bf16": what `precision` means on this machine."""
+        """ "fp32" or "bf16": what `precision` means on this machine."""
         if self.precision == AUTO:
             return "bf16" if self.on_cuda else "fp32"
         return self.precision
@@ -125,7 +126,7 @@ class Accelerator:
             return contextlib.nullcontext()
         return torch.autocast(self.torch_device.type, dtype=torch.bfloat16)
 
-    def place(self, model: nn.Module) -> nn.Module:
+    def place(self, model: M) -> M:
         """`model` moved (in place) to the device, in channels_last when that is on; returns it."""
         model.to(self.torch_device)
         if self.uses_channels_last:
@@ -203,13 +204,16 @@ def device_for(spec: str | torch.device | None = None) -> torch.device:
 
 
 def cpu_tensors(value: Any) -> Any:
-    """`value` with every tensor in it (nested dicts, lists, tuples) copied to the CPU: state that loads anywhere."""
+    """`value` with every tensor in it (nested dicts, lists, tuples) copied to the CPU: state that loads anywhere.
+
+    Dicts come back as plain dicts (a state_dict loads from one).
+    """
     if isinstance(value, torch.Tensor):
         return value.detach().to("cpu", copy=True)
-    if isinstance(value, Mapping):
-        return type(value)((k, cpu_tensors(v)) for k, v in value.items()) if isinstance(value, dict) else value
-    if isinstance(value, list | tuple) and not hasattr(value, "_fields"):
-        return type(value)(cpu_tensors(v) for v in value)
+    if isinstance(value, dict):
+        return {k: cpu_tensors(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [cpu_tensors(v) for v in value] if isinstance(value, list) else tuple(cpu_tensors(v) for v in value)
     return value
 
 
@@ -233,7 +237,7 @@ class DeviceCopies:
 
 
 def available_devices() -> list[str]:
-    """"cpu", plus "cuda" when torch sees a GPU: what device-parametrised tests and benchmarks iterate over."""
+    """ "cpu", plus "cuda" when torch sees a GPU: what device-parametrised tests and benchmarks iterate over."""
     return ["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"]
 
 

@@ -22,6 +22,7 @@ import torch
 from torch import nn
 
 from lifelong.training.checkpoints import format_tag, read_torch_file, write_torch_file
+from lifelong.training.devices import current_accelerator
 from lifelong.training.flops import count_inference_flops, model_device
 from lifelong.training.inputs import prepare_batch
 from lifelong.training.models import initialise, make_model
@@ -174,13 +175,14 @@ def _backbone_encoder(
         raise ValueError(
             f"the saved backbone does not fit architecture {architecture!r} with in_channels={in_channels}: {exc}"
         ) from exc
-    return Encoder(
+    encoder = Encoder(
         backbone,
         feature_dim=backbone.out_features,
         resolution=resolution,
         in_channels=in_channels,
         description=description,
     )
+    return current_accelerator().place(encoder)
 
 
 def untrained_encoder(
@@ -244,9 +246,10 @@ def _wrap_module(module: Any, *, resolution: int | None, in_channels: int | None
             f"{description} must return features [N, D] for a batch [N, C, H, W]; got {shape} for N=2: "
             "pool and flatten inside the module (e.g. end with nn.AdaptiveAvgPool2d(1), nn.Flatten())"
         )
-    return Encoder(
+    encoder = Encoder(
         module, feature_dim=int(out.shape[1]), resolution=side, in_channels=channels, description=description
     )
+    return current_accelerator().place(encoder)
 
 
 def _is_torchscript(path: Path) -> bool:
@@ -284,7 +287,8 @@ def check_encoder_spec(spec: str | Path) -> str:
 
 def load_encoder(spec: str | Path, *, resolution: int | None = None, in_channels: int | None = None) -> Encoder:
     """A frozen Encoder from `spec`: a lifelong-encoder-v1 or lifelong-pretrained-v1 checkpoint, a TorchScript
-    file, or "package.module:factory" (factory() returns an nn.Module mapping [N, C, H, W] to [N, D]).
+    file, or "package.module:factory" (factory() returns an nn.Module mapping [N, C, H, W] to [N, D]), on the
+    current accelerator.
 
     `resolution` overrides a checkpoint's input side; for TorchScript and factories it is the input side
     (default 32), and `in_channels` (default: the first Conv2d's, else 3) the input channels.

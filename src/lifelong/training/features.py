@@ -43,7 +43,7 @@ from lifelong.data.feature_files import (
     write_json,
 )
 from lifelong.data.images import CorruptImageError, decode_image, to_channels
-from lifelong.training.devices import resolve_device
+from lifelong.training.devices import device_for
 from lifelong.training.encoders import Encoder, check_encoder_spec, load_encoder
 from lifelong.training.inputs import prepare_batch
 
@@ -248,7 +248,7 @@ def extract_features(
     `encoder`: an Encoder or a spec `load_encoder` reads (our checkpoints, TorchScript, 'package.module:factory').
     `resolution`: the side S (default: the encoder's). `resume`: continue a matching folder (a finished one is
     returned as is); False starts over. `progress`: True for a bar, or a function called like the bar's update
-    after each committed batch. `device`: default CUDA if available. `workers`: decoding threads (default <= 8).
+    after each committed batch. `device`: default the current accelerator's. `workers`: decoding threads (default <= 8).
     """
     if dtype not in DTYPES:
         raise ValueError(f"dtype must be one of {DTYPES}, got {dtype!r}")
@@ -272,7 +272,7 @@ def extract_features(
     if manifest["complete"]:
         return load_features(out)
     manifest["batch_size"] = batch_size
-    device = resolve_device(device)
+    device = device_for(device)
     encoder.to(device)
     was_training = encoder.training
     encoder.eval()

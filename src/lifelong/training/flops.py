@@ -45,7 +45,7 @@ def count_training_flops(
     (activations, BatchNorm, the loss itself, pooling), the optimizer update, data loading and augmentation.
     Without targets the backward pass starts from `outputs.sum()`; with targets, `loss_fn` (default:
     cross-entropy for integer targets, sigmoid BCE for float targets). The model's parameters, gradients,
-    buffers (BatchNorm running statistics), train/eval modes and the global CPU RNG are left unchanged.
+    buffers (BatchNorm running statistics), train/eval modes and the global CPU (and CUDA) RNG are left unchanged.
     """
     inputs, targets = (batch[0], batch[1]) if isinstance(batch, tuple | list) else (batch, None)
     params = [p for p in model.parameters() if p.requires_grad]
@@ -59,7 +59,8 @@ def count_training_flops(
     counter = FlopCounterMode(display=False)
     try:
         model.train()
-        with torch.random.fork_rng(devices=[]), counter:
+        rng_devices = [device] if device.type == "cuda" else []  # the RNG the model's random ops draw from
+        with torch.random.fork_rng(devices=rng_devices), counter:
             outputs = model(inputs)
             loss = loss_fn(outputs, targets) if loss_fn is not None else _default_loss(outputs, targets)
             torch.autograd.grad(loss, params, allow_unused=True)  # leaves .grad untouched

@@ -6,8 +6,9 @@ training run by `torch.utils.flop_counter.FlopCounterMode`, then multiplied by t
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -15,13 +16,24 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lifelong.core.datasets import Dataset
+from lifelong.core.datasets import Batch, Dataset
+from lifelong.core.prefetch import prefetched
 from lifelong.core.seeds import derive_seed
 from lifelong.core.tasks import TaskKind
 from lifelong.metrics.classification import task_error
-from lifelong.training.flops import count_training_flops, model_device
+from lifelong.training.devices import Accelerator, cpu_tensors, current_accelerator
+from lifelong.training.flops import count_training_flops
 from lifelong.training.inputs import Size, prepare_batch
 from lifelong.training.schedules import warmup_cosine, warmup_steps_for
+
+# Batches decoded and augmented ahead on a thread while a GPU trains (0 on the CPU: the same work, one thread).
+PREFETCH_BATCHES = 2
+
+
+def prefetch_depth(acc: Accelerator) -> int:
+    """How many training batches to make ahead on a thread: PREFETCH_BATCHES on a GPU, none on the CPU."""
+    return PREFETCH_BATCHES if acc.on_cuda else 0
+
 
 # Stream tags for derive_seed: each kind of random choice draws from its own stream.
 _ORDER, _AUGMENT = 1, 2
@@ -67,9 +79,26 @@ class TrainingLoss:
         return F.cross_entropy(logits, targets, label_smoothing=self.label_smoothing)
 
 
-def _targets(labels: np.ndarray, kind: TaskKind, device: torch.device) -> torch.Tensor:
+def _targets(labels: np.ndarray, kind: TaskKind) -> torch.Tensor:
     t = torch.from_numpy(np.ascontiguousarray(labels))
-    return (t.to(torch.float32) if kind is TaskKind.MULTI_LABEL else t.to(torch.int64)).to(device)
+    return current_accelerator().to(t.to(torch.float32) if kind is TaskKind.MULTI_LABEL else t.to(torch.int64))
+
+
+class EpochLoss:
+    """The training losses of one epoch, kept where they were computed (no host round trip per step).
+
+    `mean()` brings them to the host once: the float64 mean of the float32 values, as numpy takes it.
+    """
+
+    def __init__(self) -> None:
+        self._values: list[torch.Tensor] = []
+
+    def add(self, loss: torch.Tensor) -> None:
+        self._values.append(loss.detach())
+
+    def mean(self) -> float:
+        values = torch.stack(self._values).double().cpu().numpy() if self._values else np.zeros(0)
+        return float(np.mean(values))
 
 
 def _channels(model: nn.Module) -> int:
@@ -87,24 +116,27 @@ def predict_scores(
 ) -> np.ndarray:
     """Scores [N, C] float32 for `dataset` in stored order: logits (multi-class) or sigmoid probabilities (multi-label).
 
-    Images are centre-cropped and resized to `resolution` (None: native size); the model runs in eval mode
-    and its previous train/eval mode is restored afterwards.
+    Images are centre-cropped and resized to `resolution` (None: native size); the model runs in eval mode on the
+    current accelerator (moved there) and its previous train/eval mode is restored afterwards. Scores stay on the
+    device until the end: one copy to the host.
     """
     kind = TaskKind(kind)
-    device = model_device(model)
+    acc = current_accelerator()
+    forward = acc.forward_fn(acc.place(model))
     was_training = model.training
     model.eval()
     outputs = []
     try:
-        for batch in dataset.batches(batch_size):
-            x = prepare_batch(batch.images, channels=_channels(model), size=resolution).to(device)
-            logits = model(x).float()
-            outputs.append((torch.sigmoid(logits) if kind is TaskKind.MULTI_LABEL else logits).cpu())
+        with acc.autocast():
+            for batch in dataset.batches(batch_size):
+                logits = forward(acc.batch(prepare_batch(batch.images, channels=_channels(model), size=resolution)))
+                logits = logits.float()
+                outputs.append(torch.sigmoid(logits) if kind is TaskKind.MULTI_LABEL else logits)
     finally:
         model.train(was_training)
     if not outputs:
         raise ValueError(f"dataset {dataset!r} is empty: nothing to predict")
-    return torch.cat(outputs).numpy()
+    return torch.cat(outputs).cpu().numpy()
 
 
 def classification_error(scores: np.ndarray, labels: np.ndarray, kind: TaskKind | str) -> float:
@@ -143,10 +175,6 @@ class TrainResult:
     history: list[TrainProgress] = field(default_factory=list)
 
 
-def _cpu_copy(state: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    return {k: v.detach().to("cpu", copy=True) for k, v in state.items()}
-
-
 def _better(new: float, best: float | None) -> bool:
     if best is None:
         return True
@@ -183,7 +211,9 @@ def train_model(
     (the incomplete last batch of an epoch is dropped; each epoch reshuffles with a seed derived from
     `seed`), so `train_flops` = FLOPs of one counted step x steps is exact. Dev error is computed after
     every epoch (or only at the end when `eval_every_epoch=False`); without `dev` the final weights are
-    kept. The selected weights are loaded into `model` before returning.
+    kept. The selected weights are loaded into `model` before returning. The model trains on the current
+    accelerator (moved there), under its autocast and through its compiled forward when those are on; FLOPs are
+    counted on the eager module, so they do not depend on these options.
     """
     kind = TaskKind(kind)
     if (epochs is None) == (steps is None):
@@ -199,7 +229,8 @@ def train_model(
     steps_per_epoch = n // batch
     max_steps = steps if steps is not None else epochs * steps_per_epoch  # type: ignore[operator]
     loss_fn = TrainingLoss(kind, label_smoothing)
-    device = model_device(model)
+    acc = current_accelerator()
+    forward = acc.forward_fn(acc.place(model))
     optimizer = torch.optim.SGD(
         model.parameters(), lr=lr, momentum=momentum, nesterov=momentum > 0, weight_decay=weight_decay
     )
@@ -215,21 +246,30 @@ def train_model(
     step = epoch = 0
     while step < max_steps:
         model.train()
-        losses = []
+        losses = EpochLoss()
         order_seed = derive_seed(seed, _ORDER, epoch)
-        for b in train.batches(batch, shuffle=True, seed=order_seed, drop_last=True):
-            if step >= max_steps:
-                break
-            x = prepare_batch(b.images, channels=_channels(model), size=resolution, generator=augment_gen, flip=flip)
-            x, y = x.to(device), _targets(b.labels, kind, device)
+        epoch_batches = itertools.islice(
+            train.batches(batch, shuffle=True, seed=order_seed, drop_last=True), max_steps - step
+        )
+
+        def on_device(batches: Iterable[Batch] = epoch_batches) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+            """Decoded, augmented batches on the device (made ahead on a thread when the device is a GPU)."""
+            for b in batches:
+                x = prepare_batch(
+                    b.images, channels=_channels(model), size=resolution, generator=augment_gen, flip=flip
+                )
+                yield acc.batch(x), _targets(b.labels, kind)
+
+        for x, y in prefetched(on_device(), depth=prefetch_depth(acc)):
             if flops_per_step is None:
                 flops_per_step = count_training_flops(model, (x, y), loss_fn=loss_fn)
-            loss = loss_fn(model(x), y)
+            with acc.autocast():
+                loss = loss_fn(forward(x).float(), y)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
             scheduler.step()
-            losses.append(loss.item())
+            losses.add(loss)
             step += 1
         epoch += 1
         dev_error = None
@@ -237,14 +277,14 @@ def train_model(
             scores = predict_scores(model, dev, kind, eval_batch_size, resolution=resolution)
             dev_error = classification_error(scores, dev.labels(), kind)
             if _better(dev_error, best_error):
-                best_error, best_step, best_state = dev_error, step, _cpu_copy(model.state_dict())
-        record = TrainProgress(epoch, step, max_steps, float(np.mean(losses)), dev_error)
+                best_error, best_step, best_state = dev_error, step, cpu_tensors(model.state_dict())
+        record = TrainProgress(epoch, step, max_steps, losses.mean(), dev_error)
         history.append(record)
         if progress is not None:
             progress(record)
 
     if best_state is None:
-        best_state, best_step = _cpu_copy(model.state_dict()), step
+        best_state, best_step = cpu_tensors(model.state_dict()), step
     else:
         model.load_state_dict(best_state)
     assert flops_per_step is not None  # max_steps >= 1, so at least one step ran

@@ -19,7 +19,7 @@ import torch
 
 from lifelong.core.progress import ProgressUpdate
 from lifelong.core.seeds import derive_seed
-from lifelong.training.devices import resolve_device
+from lifelong.training.devices import device_for
 from lifelong.training.probe_data import ProbeResult, ProbeSplits, TrialRecord, prepare_probe
 from lifelong.training.probe_reference import (
     BATCH_SIZE,
@@ -79,10 +79,10 @@ class Heads:
 def heads_top1(heads: Heads, splits: ProbeSplits, rows: np.ndarray, *, test: bool = False) -> np.ndarray:
     """Top-1 (percent) of every head on the given rows of the training (or test) features."""
     source = splits.test if test else splits.train
-    correct = torch.zeros(heads.count, dtype=torch.long, device=source.device)
+    correct = torch.zeros(heads.count, dtype=torch.long, device=source.device)  # counted there: one host copy
     for x, y in source.batches(rows, EVAL_BATCH, rng=None):
         for k in range(heads.count):
-            correct[k] += int((torch.addmm(heads.bias[k], x, heads.weight[k]).argmax(1) == y).sum())
+            correct[k] += (torch.addmm(heads.bias[k], x, heads.weight[k]).argmax(1) == y).sum()
     return 100.0 * correct.cpu().numpy() / max(1, len(rows))
 
 
@@ -170,7 +170,7 @@ def fast_probe(
             f"{lr_points}, {batch_size}, {final_heads}, {min_steps}"
         )
     started = time.perf_counter()
-    device = resolve_device(device)
+    device = device_for(device)
     splits = prepare_probe(
         train_x, train_y, test_x, test_y, seed=seed, shots=shots, class_names=class_names, device=device
     )

@@ -21,7 +21,7 @@ from torch import nn
 
 from lifelong.core.progress import ProgressUpdate
 from lifelong.core.seeds import derive_seed
-from lifelong.training.devices import resolve_device
+from lifelong.training.devices import device_for
 from lifelong.training.probe_data import FeatureRows, ProbeResult, ProbeSplits, TrialRecord, prepare_probe
 
 LR_RANGE = (1e-1, 1e2)
@@ -52,10 +52,10 @@ def cosine_lr(base_lr: float, epoch: int, epochs: int) -> float:
 @torch.no_grad()
 def top1(model: nn.Module, rows: FeatureRows, indices: np.ndarray) -> float:
     """Top-1 accuracy (percent) of `model` on the given rows."""
-    correct = 0
+    correct = torch.zeros((), dtype=torch.long, device=rows.device)  # counted there: one host copy
     for x, y in rows.batches(indices, EVAL_BATCH, rng=None):
-        correct += int((model(x).argmax(1) == y).sum())
-    return 100.0 * correct / max(1, len(indices))
+        correct += (model(x).argmax(1) == y).sum()
+    return 100.0 * int(correct) / max(1, len(indices))
 
 
 def train_linear(
@@ -118,7 +118,7 @@ def reference_probe(
         raise ValueError(f"trials, epochs and batch_size must be >= 1, got {trials}, {epochs}, {batch_size}")
     started = time.perf_counter()
     splits = prepare_probe(
-        train_x, train_y, test_x, test_y, seed=seed, shots=shots, class_names=class_names, device=resolve_device(device)
+        train_x, train_y, test_x, test_y, seed=seed, shots=shots, class_names=class_names, device=device_for(device)
     )
     records: list[TrialRecord] = []
 

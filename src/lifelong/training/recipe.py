@@ -13,6 +13,7 @@ import numpy as np
 
 from lifelong.core.datasets import ArrayDataset, Dataset, LazyDataset
 from lifelong.core.tasks import TaskKind
+from lifelong.training.devices import Accelerator, accelerator_scope, current_accelerator
 from lifelong.training.hpsearch import Trial, TrialResult
 from lifelong.training.loop import TrainProgress, derive_seed, set_torch_threads, torch_threads, train_model
 from lifelong.training.models import ARCHITECTURES, make_model
@@ -44,6 +45,8 @@ class FitJob:
     from those backbone weights (fine-tuning, pretrained models) with a freshly initialised head. An empty
     `dev` counts as none: the final weights are kept and `dev_error` is None. `threads`: torch threads of the
     run (None: this process's count when the job is made), applied wherever the job runs (executor workers).
+    `accelerator`: where and how the run computes (None: this process's when the job is made); its specs travel
+    with the job and are resolved where it runs (`device="auto"` means that machine's GPU, else its CPU).
     """
 
     architecture: str
@@ -64,6 +67,7 @@ class FitJob:
     momentum: float = 0.9
     eval_batch_size: int = 256
     threads: int | None = None
+    accelerator: Accelerator | None = None
     # called after every epoch of every trial (in this process only: executors run jobs without it)
     progress: Callable[[TrainProgress], None] | None = field(default=None, compare=False, repr=False)
 
@@ -96,6 +100,10 @@ class FitJob:
             raise ValueError(f"resolution must be a positive int or None (native size), got {self.resolution}")
         if self.threads is None:  # the creating process's count travels with the job to executor workers
             object.__setattr__(self, "threads", torch_threads())
+        if self.accelerator is None:
+            object.__setattr__(self, "accelerator", current_accelerator())
+        if not isinstance(self.accelerator, Accelerator):
+            raise TypeError(f"FitJob.accelerator must be an Accelerator, got {type(self.accelerator).__name__}")
         if self.seed < 0:
             raise ValueError(f"seed must be a non-negative integer, got {self.seed}")
         self._batch_size()  # the batch-size bounds are checked here; lr and the rest by train_model
@@ -106,6 +114,10 @@ class FitJob:
     def __call__(self, trial: Trial) -> TrialResult:
         """Train the trial's network; return its best-on-dev weights, dev error, FLOPs, steps and dev curve."""
         set_torch_threads(self.threads)
+        with accelerator_scope(self.accelerator):
+            return self._run(trial)
+
+    def _run(self, trial: Trial) -> TrialResult:
         model = make_model(self.architecture, self.num_classes, seed=derive_seed(self.seed, trial.index, _INIT))
         if self.init_backbone is not None:
             try:
@@ -115,6 +127,7 @@ class FitJob:
                     f"init_backbone does not fit a {self.architecture!r} backbone: {exc}; give the `backbone` "
                     "state_dict of a model of the same architecture"
                 ) from exc
+        current_accelerator().place(model)
         dev = self.dev if self.dev is not None and len(self.dev) > 0 else None
         result = train_model(
             model,

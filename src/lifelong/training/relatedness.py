@@ -30,6 +30,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from lifelong.core.datasets import ArrayDataset, Dataset
 from lifelong.core.tasks import TaskKind
+from lifelong.training.devices import current_accelerator
 from lifelong.training.inputs import Size, prepare_batch
 from lifelong.training.loop import classification_error, derive_seed
 from lifelong.training.models import ResNet, make_model
@@ -70,7 +71,8 @@ def subsample(dataset: Dataset, limit: int, seed: int) -> ArrayDataset:
 
 
 def backbone_model(architecture: str, backbone: BackboneState | None, *, random_seed: int = 0) -> ResNet:
-    """A model of `architecture` whose backbone holds `backbone` (None: random weights from `random_seed`)."""
+    """A model of `architecture` whose backbone holds `backbone` (None: random weights from `random_seed`), on the
+    current accelerator."""
     model = make_model(architecture, 1, seed=random_seed)
     if backbone is not None:
         try:
@@ -80,7 +82,7 @@ def backbone_model(architecture: str, backbone: BackboneState | None, *, random_
                 f"backbone weights do not fit architecture {architecture!r}: {exc}; score candidates with the "
                 "architecture they were trained with"
             ) from exc
-    return model
+    return current_accelerator().place(model)
 
 
 @torch.no_grad()
@@ -89,10 +91,13 @@ def extract_features(
 ) -> tuple[np.ndarray, float]:
     """(features [N, D] float32 from `model.features` in eval mode, their forward FLOPs), in stored order.
 
-    FLOPs are counted (matmuls and convolutions, as training FLOPs are) on the first batch and scaled to N.
+    FLOPs are counted (matmuls and convolutions, as training FLOPs are) on the first batch and scaled to N. The
+    model runs on the current accelerator (moved there), under its autocast; features reach the host once.
     """
     if len(dataset) == 0:
         raise ValueError(f"{dataset!r} is empty: there is nothing to embed")
+    acc = current_accelerator()
+    acc.place(model)
     was_training = model.training
     model.eval()
     channels = int(getattr(model, "in_channels", 3))
@@ -100,17 +105,18 @@ def extract_features(
     flops_per_item = 0.0
     try:
         for batch in dataset.batches(batch_size):
-            x = prepare_batch(batch.images, channels=channels, size=resolution)
+            x = acc.batch(prepare_batch(batch.images, channels=channels, size=resolution))
             if not outputs:
                 counter = FlopCounterMode(display=False)
-                with counter:
+                with counter, acc.autocast():
                     outputs.append(model.features(x).float())
                 flops_per_item = float(counter.get_total_flops()) / len(x)
             else:
-                outputs.append(model.features(x).float())
+                with acc.autocast():
+                    outputs.append(model.features(x).float())
     finally:
         model.train(was_training)
-    return torch.cat(outputs).numpy(), flops_per_item * len(dataset)
+    return torch.cat(outputs).cpu().numpy(), flops_per_item * len(dataset)
 
 
 def _normalised(features: np.ndarray) -> np.ndarray:

@@ -21,10 +21,11 @@ import torch.nn.functional as F
 from torch import nn
 
 from lifelong.training.checkpoints import format_tag, read_torch_file, write_torch_file
+from lifelong.training.devices import cpu_tensors, current_accelerator
 from lifelong.training.encoders import EncoderCheckpoint, check_images
 from lifelong.training.flops import count_training_flops
 from lifelong.training.inputs import augment, to_input_tensor
-from lifelong.training.loop import derive_seed, torch_threads
+from lifelong.training.loop import EpochLoss, derive_seed, torch_threads
 from lifelong.training.models import initialise, make_model
 from lifelong.training.schedules import warmup_cosine, warmup_steps_for
 
@@ -109,7 +110,7 @@ def nt_xent(z1: torch.Tensor, z2: torch.Tensor, temperature: float) -> torch.Ten
     z = F.normalize(torch.cat([z1, z2]), dim=1)
     logits = z @ z.t() / temperature
     logits = logits.masked_fill(torch.eye(2 * b, dtype=torch.bool, device=z.device), float("-inf"))
-    targets = torch.cat([torch.arange(b, 2 * b), torch.arange(b)]).to(z.device)
+    targets = torch.cat([torch.arange(b, 2 * b, device=z.device), torch.arange(b, device=z.device)])
     return F.cross_entropy(logits, targets)
 
 
@@ -178,7 +179,9 @@ def pretrain_simclr(
     makes two views at `resolution`, and takes one SGD (Nesterov momentum, warm-up + cosine) step on NT-Xent.
     `train_flops` = FLOPs of one counted step x steps. `progress(epoch, epochs, mean loss)` runs after each
     epoch; with `workdir` the run state is saved atomically after each epoch and a later call with the same
-    arguments resumes from it (identical final weights, given the same torch thread count).
+    arguments resumes from it (identical final weights, given the same torch thread count). Views are drawn on
+    the CPU (seeded) and the model trains on the current accelerator; the saved state holds CPU tensors, so a run
+    resumes on any device.
     """
     images = check_images(images)
     if len(images) < 2:
@@ -199,6 +202,8 @@ def pretrain_simclr(
     backbone = make_model(architecture, 1, in_channels=in_channels).backbone
     model = SimCLRModel(backbone, backbone.out_features, projection_dim)
     initialise(model, derive_seed(seed, _INIT))
+    acc = current_accelerator()
+    forward = acc.forward_fn(acc.place(model))
     decay = [p for p in model.parameters() if p.ndim > 1]  # no weight decay on BN and biases
     other = [p for p in model.parameters() if p.ndim <= 1]
     optimizer = torch.optim.SGD(
@@ -244,19 +249,20 @@ def pretrain_simclr(
     for epoch in range(start_epoch, epochs):
         model.train()
         order = torch.randperm(n, generator=torch.Generator().manual_seed(derive_seed(seed, _ORDER, epoch))).numpy()
-        losses = []
+        losses = EpochLoss()
         for i in range(steps_per_epoch):
             x = to_input_tensor(images[np.sort(order[i * batch : (i + 1) * batch])], in_channels)
-            both = torch.cat([views(x, generator, resolution), views(x, generator, resolution)])
+            both = acc.batch(torch.cat([views(x, generator, resolution), views(x, generator, resolution)]))
             if flops_per_step is None:
                 flops_per_step = count_training_flops(model, both, loss_fn=loss_fn)
-            loss = loss_fn(model(both))
+            with acc.autocast():
+                loss = loss_fn(forward(both).float())
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
             scheduler.step()
-            losses.append(loss.item())
-        mean_loss = float(np.mean(losses))
+            losses.add(loss)
+        mean_loss = losses.mean()
         history.append({"epoch": epoch + 1, "loss": mean_loss, "lr": float(scheduler.get_last_lr()[0])})
         if state_path is not None:
             write_torch_file(
@@ -264,8 +270,8 @@ def pretrain_simclr(
                     "format": STATE_FORMAT,
                     "config": config,
                     "epoch": epoch + 1,
-                    "model": model.state_dict(),
-                    "optimizer": optimizer.state_dict(),
+                    "model": cpu_tensors(model.state_dict()),
+                    "optimizer": cpu_tensors(optimizer.state_dict()),
                     "scheduler": scheduler.state_dict(),
                     "generator": generator.get_state(),
                     "history": history,
@@ -279,7 +285,7 @@ def pretrain_simclr(
     assert flops_per_step is not None  # max_steps >= 1
     return EncoderCheckpoint(
         architecture=architecture,
-        backbone_state={k: v.detach().to("cpu", copy=True) for k, v in model.backbone.state_dict().items()},
+        backbone_state=cpu_tensors(model.backbone.state_dict()),
         resolution=int(resolution),
         in_channels=int(in_channels),
         feature_dim=int(backbone.out_features),
