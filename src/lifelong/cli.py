@@ -94,9 +94,10 @@ def run_command(
 ) -> None:
     """Run a learner over a stream; print per-task errors (or the accuracy matrix) and the stream summary."""
     from lifelong.commands.device_options import accelerator_specs
+    from lifelong.commands.remote_runs import run_specs
     from lifelong.commands.run_console import print_run, print_seed_summary
-    from lifelong.commands.runner import RunExistsError, RunSpec, execute
-    from lifelong.core.executors import make_executor
+    from lifelong.commands.runner import RunExistsError, RunSpec
+    from lifelong.core.executors import WorkerLostError, make_executor
     from lifelong.results.lock import RunFolderBusyError
     from lifelong.run.environment import EventError
     from lifelong.suites import classify_stream
@@ -141,14 +142,14 @@ def run_command(
         runner = make_executor(
             executor, address=ray_address, num_cpus=num_cpus, cpus_per_item=threads, gpus_per_item=gpus_per_trial
         )
-        results = runner.map(execute, specs)
+        results = run_specs(runner, specs)  # on Ray, each run's folder and records land in --out as it ends
     except KeyboardInterrupt:
-        console.print(
-            "[yellow]Interrupted.[/] Every completed event is checkpointed. Resume with the same command plus "
-            "[bold]--resume[/]."
-        )
+        kept = "Every completed event is checkpointed." if executor == "local" else "Finished runs are in --out."
+        console.print(f"[yellow]Interrupted.[/] {kept} Resume with the same command plus [bold]--resume[/].")
         raise typer.Exit(130) from None
     except (RunExistsError, RunFolderBusyError, EventError, FileNotFoundError, ValueError, ImportError) as exc:
+        raise fail(exc) from None
+    except WorkerLostError as exc:  # Ray lost a run's worker or node more often than it retries
         raise fail(exc) from None
     from lifelong.commands.fact_console import is_fact_result
 

@@ -141,6 +141,36 @@ def test_executor_map_also_persists_each_finished_trial(tmp_path):
     assert resumed.calls == [2, 3] and len(results) == 4
 
 
+class OutOfOrderExecutor:
+    """Like a remote executor: items end in reverse order, and the fit cannot see the caller's work folder."""
+
+    name = "fake-remote"
+
+    def __init__(self, workdir):
+        self.workdir = workdir
+        self.files_when_called_back = []
+
+    def map(self, fn, items, on_result=None):
+        results = {}
+        for index in reversed(range(len(items))):
+            before = sorted(self.workdir.iterdir())
+            results[index] = fn(items[index])
+            assert sorted(self.workdir.iterdir()) == before  # the worker wrote nothing here
+            on_result(index, results[index])
+            self.files_when_called_back.append(len(list(self.workdir.iterdir())))
+        return [results[i] for i in range(len(items))]
+
+
+def test_with_an_executor_each_trial_is_persisted_by_the_caller_as_it_arrives(tmp_path):
+    executor = OutOfOrderExecutor(tmp_path)
+    best, results = search(FakeFit({2: 0.1}), _trials(3), workdir=tmp_path, executor=executor)
+    assert executor.files_when_called_back == [1, 2, 3]  # saved one by one, as results came back
+    assert best.trial.index == 2 and [r.trial.index for r in results] == [0, 1, 2]
+    resumed = FakeFit()
+    search(resumed, _trials(3), workdir=tmp_path, executor=OutOfOrderExecutor(tmp_path))
+    assert resumed.calls == []
+
+
 def test_a_workdir_of_another_search_is_refused(tmp_path):
     search(FakeFit(), _trials(2), workdir=tmp_path)
     other = [Trial(0, 0.5, 0.0), Trial(1, 0.1, 0.1)]
@@ -189,3 +219,16 @@ def test_ray_gives_the_same_trial_results_as_local():
         executor.shutdown()
     assert all(identical(a, b) for a, b in zip(local, remote, strict=True))
     assert local_best.trial == ray_best.trial
+
+
+def test_independent_trials_take_gpus_per_trial_on_ray():
+    from lifelong.training.independent_recipe import IndependentConfig
+
+    executor = IndependentConfig(executor="ray", gpus_per_trial=0.5).trial_executor(threads=2)
+    assert (executor.name, executor.cpus_per_item, executor.gpus_per_item) == ("ray", 2, 0.5)
+    assert IndependentConfig().trial_executor(threads=1) is None
+    for executor in ("spark", "local"):  # GPUs per trial are a Ray option
+        with pytest.raises(ValueError, match="gpus_per_trial=0.5: choose executor='local'"):
+            IndependentConfig(executor=executor, gpus_per_trial=0.5)
+    with pytest.raises(ValueError, match="whole number"):
+        IndependentConfig(executor="ray", gpus_per_trial=1.5)

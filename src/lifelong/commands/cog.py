@@ -321,11 +321,9 @@ def _check_shots(folder: Path, index: dict, levels: list[str], counts: list[int]
             )
 
 
-def _run_or_skip(spec) -> dict:
-    """execute(spec); with --resume a finished run is read back instead of failing as 'exists'."""
+def _finished(spec) -> dict | None:
+    """With --resume, the summary (and records) of a run that already finished in its folder; else None."""
     import json
-
-    from lifelong.commands.runner import execute
 
     summary_file = spec.folder / "summary.json"
     if spec.resume and summary_file.is_file():
@@ -334,17 +332,41 @@ def _run_or_skip(spec) -> dict:
             from lifelong.results import read_run
 
             return {**summary, "records": read_run(spec.folder).records}
-    return execute(spec)
+    return None
+
+
+def _run_or_skip(spec) -> dict:
+    """execute(spec); with --resume a finished run is read back instead of failing as 'exists'."""
+    from lifelong.commands.runner import execute
+
+    finished = _finished(spec)
+    return execute(spec) if finished is None else finished
 
 
 def run_cog_specs(
-    specs: list, *, executor: str = "local", num_cpus: int | None = None, threads: int = 1, gpus_per_trial: float = 0.0
+    specs: list,
+    *,
+    executor: str = "local",
+    num_cpus: int | None = None,
+    threads: int = 1,
+    gpus_per_trial: float = 0.0,
+    address: str | None = None,
 ) -> list:
-    """Run every spec through the executor (local, or Ray: levels x shots x seeds in parallel)."""
+    """Run every spec through the executor (local, or Ray: levels x shots x seeds in parallel, spread over the
+    cluster at `address`, each run landing in the driver's --out as it ends)."""
+    from lifelong.commands.remote_runs import run_remote
     from lifelong.core.executors import make_executor
 
-    runner = make_executor(executor, num_cpus=num_cpus, cpus_per_item=threads, gpus_per_item=gpus_per_trial)
-    return runner.map(_run_or_skip, specs)
+    runner = make_executor(
+        executor, address=address, num_cpus=num_cpus, cpus_per_item=threads, gpus_per_item=gpus_per_trial
+    )
+    if runner.name == "local":
+        return runner.map(_run_or_skip, specs)
+    results = [_finished(spec) for spec in specs]  # read here, on the driver, which holds the run folders
+    todo = [i for i, result in enumerate(results) if result is None]
+    for i, summary in zip(todo, run_remote(runner, [specs[i] for i in todo]), strict=True):
+        results[i] = summary
+    return results
 
 
 def cog_top1(results: list[dict]) -> dict[tuple[str, str], list[float]]:

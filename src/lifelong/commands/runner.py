@@ -105,7 +105,7 @@ def _execute_held(spec: RunSpec, metrics: Sequence[Metric]) -> dict:
     use_accelerator(spec.accelerator)  # on this machine: a Ray worker without a GPU runs "auto" on its CPU
     folder_path = spec.folder
     checkpoint = CheckpointStore(folder_path / CHECKPOINT_FILE)
-    _prepare_folder(spec, folder_path, checkpoint)
+    _prepare_folder(spec, folder_path)
     stream = get_stream(
         spec.stream,
         eval_split=spec.eval_split,
@@ -202,7 +202,24 @@ def _write_matrix(folder: RunFolder, summary: dict, stream: Stream) -> Path:
     return plot_accuracy_matrix(matrix, folder.path / "accuracy_matrix.png", labels=labels, title=title)
 
 
-def _prepare_folder(spec: RunSpec, folder: Path, checkpoint: CheckpointStore) -> None:
+def check_folder(spec: RunSpec) -> bool:
+    """Whether `spec` continues the checkpoint in its folder; raises RunExistsError or a config mismatch first.
+
+    Writes nothing: a driver checks its own folder before it sends the run to a Ray worker.
+    """
+    folder = spec.folder
+    if spec.overwrite or not (folder / CHECKPOINT_FILE).exists():
+        return False
+    if not spec.resume:
+        raise RunExistsError(
+            f"{folder} already holds run {spec.run_id!r}; pass --resume to continue it, --overwrite to start "
+            "over, or --out to write elsewhere"
+        )
+    _check_same_config(spec, folder)
+    return True
+
+
+def _prepare_folder(spec: RunSpec, folder: Path) -> None:
     if not folder.exists():
         return
     if spec.overwrite:  # empty the folder, keeping the lock this process holds
@@ -214,13 +231,7 @@ def _prepare_folder(spec: RunSpec, folder: Path, checkpoint: CheckpointStore) ->
             else:
                 entry.unlink()
         return
-    if checkpoint.exists() and not spec.resume:
-        raise RunExistsError(
-            f"{folder} already holds run {spec.run_id!r}; pass --resume to continue it, --overwrite to start "
-            "over, or --out to write elsewhere"
-        )
-    if spec.resume and checkpoint.exists():
-        _check_same_config(spec, folder)
+    check_folder(spec)
 
 
 # What makes two runs the same run: a resume must not change any of these (the rest says where and how to run).

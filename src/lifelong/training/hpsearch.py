@@ -1,9 +1,9 @@
 """Per-task hyper-parameter search (spec/nevis22.md section 6): seeded random trials, best on dev, all FLOPs count.
 
 A trial is a learning rate and a label smoothing. `search` runs a picklable `fit(trial) -> TrialResult` for every
-trial, in this process or through an executor (Ray), persisting each finished trial in a work folder so that an
-interrupted search resumes without redoing finished trials. Selection: lowest dev error; ties, None and NaN go to
-the lowest trial index.
+trial, in this process or through an executor (Ray), persisting each trial in a work folder of this process as its
+result arrives, so that an interrupted search resumes without redoing finished trials. Selection: lowest dev
+error; ties, None and NaN go to the lowest trial index.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lifelong.core.executors import Executor
+from lifelong.core.executors import Executor, LocalExecutor
 from lifelong.core.files import atomic_write_bytes
 
 _TRIAL_FILE = "trial-{index:04d}.pkl"
@@ -130,23 +130,6 @@ def _load(workdir: Path, trial: Trial) -> TrialResult | None:
     return result
 
 
-@dataclass(frozen=True)
-class _PersistingFit:
-    """`fit`, then an atomic save of the result into `workdir` where that folder exists (the executor's machine).
-
-    On a remote worker without the folder nothing is written there; `search` saves the result when it returns.
-    """
-
-    fit: Callable[[Trial], TrialResult]
-    workdir: Path
-
-    def __call__(self, trial: Trial) -> TrialResult:
-        result = _checked(self.fit(trial), trial)
-        if self.workdir.is_dir():
-            _save(self.workdir, result)
-        return result
-
-
 def _checked(result: object, trial: Trial) -> TrialResult:
     if not isinstance(result, TrialResult) or result.trial != trial:
         got = result.trial if isinstance(result, TrialResult) else type(result).__name__
@@ -189,8 +172,9 @@ def search(
     """Run every trial and return (best, all results in trial order); the FLOPs of ALL trials count.
 
     Without `executor`, trials run one after the other in this process; with one, through `executor.map`
-    (then `fit` must be picklable). With `workdir`, each finished trial is written atomically to its own file
-    (one per trial index) and trials already there are loaded instead of run, so an interrupted search resumes.
+    (then `fit` must be picklable). With `workdir` (a folder of this process: workers need no access to it),
+    each trial is written atomically to its own file (one per trial index) as its result arrives here, and
+    trials already there are loaded instead of run, so an interrupted search resumes.
     `progress` is called once per trial, loaded ones included, as its result becomes available.
     """
     trials = list(trials)
@@ -213,17 +197,13 @@ def search(
 
     def finish(result: TrialResult) -> None:
         results[result.trial.index] = result
-        if workdir is not None and not _trial_path(workdir, result.trial).exists():
+        if workdir is not None:
             _save(workdir, result)
         if progress is not None:
             progress(result)
 
-    if executor is None:
-        for trial in pending:
-            finish(_checked(fit(trial), trial))
-    elif pending:
-        task = fit if workdir is None else _PersistingFit(fit, workdir)
-        for trial, result in zip(pending, executor.map(task, pending), strict=True):
-            finish(_checked(result, trial))
+    if pending:  # each result is checked and persisted here, in the calling process, as its trial ends
+        runner = executor or LocalExecutor()
+        runner.map(fit, pending, on_result=lambda i, result: finish(_checked(result, pending[i])))
     ordered = [results[t.index] for t in trials]
     return _best(ordered), ordered

@@ -30,7 +30,8 @@ class IndependentConfig:
     variant with `fixed_label_smoothing` (0.15) and `lr_grid` ((1e-4, 1e-3, 1e-2, 1e-1)). Trials are drawn with
     the task index as seed (the spec), and trained with seeds from (run seed, task index, trial index).
     `executor`: "local" runs trials one after the other here; "ray" fans them out over Ray (a local Ray with
-    `ray_num_cpus` CPUs, or the cluster at `ray_address`), each trial using this process's torch thread count.
+    `ray_num_cpus` CPUs, or the cluster at `ray_address`), spread over its nodes, each trial using this process's
+    torch thread count and `gpus_per_trial` GPUs (fractional: trials share a GPU); finished trials come back here.
     """
 
     architecture: str = "resnet_mini"
@@ -55,6 +56,7 @@ class IndependentConfig:
     executor: str = "local"
     ray_address: str | None = None
     ray_num_cpus: int | None = None
+    gpus_per_trial: float = 0.0
 
     def __post_init__(self) -> None:
         if self.architecture not in ARCHITECTURES:
@@ -135,12 +137,24 @@ class IndependentConfig:
         )
 
     def trial_executor(self, threads: int) -> Executor | None:
-        """None for "local" (trials run one after the other here), else the executor; a trial takes `threads` CPUs."""
-        if self.executor == "local" and not (self.ray_address or self.ray_num_cpus):
+        """None for "local" (trials run one after the other here), else the executor; a trial takes `threads` CPUs
+        and `gpus_per_trial` GPUs."""
+        ray_options = {
+            "ray_address": self.ray_address,
+            "ray_num_cpus": self.ray_num_cpus,
+            "gpus_per_trial": self.gpus_per_trial,
+        }
+        if self.executor == "local" and not any(ray_options.values()):
             return None
         if self.executor != "ray":
+            given = ", ".join(f"{k}={v!r}" for k, v in ray_options.items())
             raise ValueError(
-                f"executor {self.executor!r} with ray_address={self.ray_address!r}, ray_num_cpus={self.ray_num_cpus!r}"
-                ": choose executor='local' (no Ray options) or executor='ray'"
+                f"executor {self.executor!r} with {given}: choose executor='local' (no Ray options) or executor='ray'"
             )
-        return make_executor("ray", address=self.ray_address, num_cpus=self.ray_num_cpus, cpus_per_item=threads)
+        return make_executor(
+            "ray",
+            address=self.ray_address,
+            num_cpus=self.ray_num_cpus,
+            cpus_per_item=threads,
+            gpus_per_item=self.gpus_per_trial,
+        )
