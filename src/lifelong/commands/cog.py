@@ -166,6 +166,10 @@ def run_command(
     ),
     executor: Annotated[str, typer.Option("--executor", metavar="local|ray", help="Fan runs out over Ray.")] = "local",
     num_cpus: Annotated[int | None, typer.Option("--num-cpus", help="CPUs for a local Ray (default: all).")] = None,
+    ray_address: Annotated[
+        str | None,
+        typer.Option("--ray-address", metavar="HOST:PORT", help="Join this Ray cluster (with --executor ray)."),
+    ] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Continue interrupted runs; skip finished ones.")] = False,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Start existing runs over.")] = False,
     data_root: Annotated[
@@ -199,7 +203,12 @@ def run_command(
             accelerator=accelerator_specs(device, precision, compile, channels_last),
         )
         results = run_cog_specs(
-            specs, executor=executor, num_cpus=num_cpus, threads=threads, gpus_per_trial=gpus_per_trial
+            specs,
+            executor=executor,
+            num_cpus=num_cpus,
+            threads=threads,
+            gpus_per_trial=gpus_per_trial,
+            address=ray_address,
         )
     except KeyboardInterrupt:
         console.print("[yellow]Interrupted.[/] Every finished event is checkpointed: rerun with [bold]--resume[/].")
