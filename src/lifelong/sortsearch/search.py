@@ -110,13 +110,29 @@ def as_sampled(sampled: Any) -> np.ndarray:
     return B.astype(np.uint8, copy=False)
 
 
-def dp_threshold(B: Any) -> np.ndarray | int:
+def _torch_device(device: Any) -> Any:
+    """The torch device a `device=` argument asks for, or None for the NumPy path (see device_search)."""
+    if device is None:
+        return None
+    from lifelong.sortsearch.device_search import backend_device  # imports torch: only when a device is asked
+
+    return backend_device(device)
+
+
+def dp_threshold(B: Any, device: Any = None) -> np.ndarray | int:
     """Optimal step threshold per 0/1 row in ranked order ([r, k] -> int64 [r]; a 1-D row -> int).
 
     k* = argmax_t S(t), S(t) = sum_{j<=t}(2 b_j - 1), S(0) = 0 allowed; ties go to the first maximum (smallest k).
+    `device`: None computes with NumPy; "auto", "cpu", "cuda[:N]" or a torch.device batch the rows on that device
+    (identical thresholds; "auto" stays on NumPy unless the current accelerator is CUDA).
     """
     B, single = _as_2d(B, "dp_threshold expects [rows, k] 0/1 rows")
     _check_01_rows(B)
+    if (torch_device := _torch_device(device)) is not None:
+        from lifelong.sortsearch.device_search import dp_thresholds
+
+        k = dp_thresholds(B, torch_device).k
+        return int(k[0]) if single else k
     k = np.zeros(B.shape[0], np.int64)
     step = max(1, _DP_CELLS // max(1, B.shape[1]))  # rows per chunk: scores stay small and cache-resident
     for i0 in range(0, B.shape[0], step):
@@ -133,8 +149,15 @@ def ranked_chunks(A: Any, order: Any, rows_per_chunk: int | None = None) -> Iter
         yield i0, block[:, order]
 
 
-def optimal_thresholds(A: Any, order: Any, rows_per_chunk: int | None = None) -> Thresholds:
-    """The DP threshold of every row of A on all n ranked samples (n' = n) and its score, streamed in chunks."""
+def optimal_thresholds(A: Any, order: Any, rows_per_chunk: int | None = None, device: Any = None) -> Thresholds:
+    """The DP threshold of every row of A on all n ranked samples (n' = n) and its score, streamed in chunks.
+
+    `device`: as for `dp_threshold` (None: NumPy; with a device, `rows_per_chunk` counts rows per device chunk).
+    """
+    if (torch_device := _torch_device(device)) is not None:
+        from lifelong.sortsearch.device_search import thresholds
+
+        return thresholds(A, order, device=torch_device, rows_per_chunk=rows_per_chunk)
     rows = as_rows(A)
     k = np.zeros(rows.shape[0], np.int64)
     score = np.zeros(rows.shape[0], np.int64)

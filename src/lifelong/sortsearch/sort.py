@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from lifelong.sortsearch.bitmatrix import as_rows
-from lifelong.sortsearch.search import best_step, ranked_chunks, step_scores
+from lifelong.sortsearch.search import _torch_device, best_step, ranked_chunks, step_scores
 
 ConfidenceChunks = Callable[[], Iterable[np.ndarray]]
 
@@ -60,8 +60,16 @@ def descending_order(keys: Any) -> np.ndarray:
     return first[order].astype(_index_dtype(keys.size))
 
 
-def sort_by_sum(A: Any) -> np.ndarray:
-    """Sample order by column sums of the ranking models' 0/1 matrix (dense or PackedRows), easiest first."""
+def sort_by_sum(A: Any, device: Any = None) -> np.ndarray:
+    """Sample order by column sums of the ranking models' 0/1 matrix (dense or PackedRows), easiest first.
+
+    `device`: None counts and sorts with NumPy; "auto", "cpu", "cuda[:N]" or a torch.device do both on that device
+    (the same order; "auto" stays on NumPy unless the current accelerator is CUDA).
+    """
+    if (torch_device := _torch_device(device)) is not None:
+        from lifelong.sortsearch.device_search import sort_by_sum as sort_on_device
+
+        return sort_on_device(A, torch_device)
     return descending_order(as_rows(A).column_sums())
 
 
