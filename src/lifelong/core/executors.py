@@ -100,6 +100,7 @@ class RayExecutor:
                 "the ray executor needs Ray: pip install 'lifelong[ray]' (or use --executor local)"
             ) from None
         if not ray.is_initialized():
+            os.environ.setdefault("RAY_TQDM_PATCH_PRINT", "0")  # leave this process's builtins.print alone
             kwargs: dict[str, Any] = {
                 "include_dashboard": False,
                 "log_to_driver": False,
