@@ -22,7 +22,7 @@ from lifelong.results.store import DB_FILE, RunFolder
 from lifelong.training.hpsearch import SearchSpace, sample_trials, search
 from lifelong.training.recipe import FitJob
 
-pytestmark = pytest.mark.slow
+# Not marked slow: about 30 s, and the only check that runs really cross nodes (CI runs it on every change).
 RUN_OPTIONS = {"epochs": 1, "resolution": 16}  # about 10 s a run on one core: long enough to be killed mid-run
 EVENTS = 18  # records of one run of the mini stream
 

@@ -9,12 +9,13 @@ with `device="auto"` runs on the CPU of a worker without one. Whoever starts the
 (the runner, a command, an executor worker); models, batches and autocast then follow `current_accelerator()`.
 
 Defaults keep the CPU path exactly as it was: fp32, no channels_last, no compile. On CUDA the defaults are bf16
-autocast, channels_last and TF32 matmuls. FLOP counts never depend on any of this (they are counted from shapes).
+autocast, channels_last and TF32 matmuls, with deterministic cuDNN (same seed, same GPU: same numbers). FLOP counts never depend on any of this (they are counted from shapes).
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass
@@ -171,7 +172,11 @@ def use_accelerator(accelerator: Accelerator | None = None, **specs: object) -> 
     if device.type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = acc.uses_tf32
         torch.backends.cudnn.allow_tf32 = acc.uses_tf32
-        torch.backends.cudnn.benchmark = True
+        # Same seed, same device, same numbers (a resumed run must match an uninterrupted one): deterministic
+        # cuDNN algorithms, no autotuning; cuBLAS with a fixed workspace (read when cuBLAS starts).
+        torch.backends.cudnn.benchmark = False
+        torch.backends.cudnn.deterministic = True
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
         if device.index is not None:
             torch.cuda.set_device(device)
     global _current
