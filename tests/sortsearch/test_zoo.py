@@ -135,3 +135,20 @@ def test_missing_fashion_mnist_falls_back_to_letters(tmp_path: Path, monkeypatch
     )
     assert summary["source"] == SOURCE and "builtin:letters" in summary["notes"][0]
     assert summary["settings"]["flip"] is False  # mirrored letters change class
+
+
+def test_a_zoo_job_carries_its_makers_accelerator_to_the_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ZooJob pickled to a Ray worker trains under the accelerator of the process that made it."""
+    import pickle
+
+    from lifelong.sortsearch.zoo import ZooJob
+    from lifelong.training.devices import Accelerator, accelerator_scope, current_accelerator
+
+    bf16 = Accelerator(device="cpu", precision="bf16")
+    with accelerator_scope(bf16):
+        job = ZooJob(train=None, samples=None)  # type: ignore[arg-type]
+    assert pickle.loads(pickle.dumps(job)).accelerator == bf16
+    seen = []
+    monkeypatch.setattr(ZooJob, "_run", lambda self, spec: seen.append(current_accelerator()))
+    job(None)  # type: ignore[arg-type]
+    assert seen == [bf16] and current_accelerator() == Accelerator(device="cpu")

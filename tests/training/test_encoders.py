@@ -186,3 +186,30 @@ def test_error_messages(tmp_path):
         load_encoder(str(garbage))
     with pytest.raises(ValueError, match="feature_dim >= 1"):
         Encoder(nn.Identity(), feature_dim=0)
+
+
+class _Views(nn.Module):
+    """A user's encoder that flattens with `.view`, which fails on channels_last activations."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+
+    def forward(self, x):
+        y = self.conv(x)
+        return y.view(y.size(0), -1)
+
+
+def test_a_users_encoder_keeps_its_layout_when_channels_last_is_on():
+    from lifelong.training.devices import Accelerator, accelerator_scope
+    from lifelong.training.encoders import _wrap_module
+
+    nhwc = Accelerator(device="cpu", channels_last=True)
+    module = _Views()
+    with accelerator_scope(nhwc):
+        encoder = _wrap_module(module, resolution=8, in_channels=3, description="views")
+        assert module.conv.weight.is_contiguous()  # not converted to NHWC
+        nhwc.place(nn.Sequential(encoder, nn.Linear(encoder.feature_dim, 2)))
+        assert module.conv.weight.is_contiguous()  # nor inside a model that holds it
+        features = encode(encoder, _images(3, channels=3))  # channels_last batches: made contiguous for it
+    assert features.shape == (3, encoder.feature_dim) == (3, 4 * 6 * 6)

@@ -12,7 +12,13 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from lifelong.commands.device_options import ChannelsLastOption, CompileOption, DeviceOption, PrecisionOption
+from lifelong.commands.device_options import (
+    ChannelsLastOption,
+    CompileOption,
+    DeviceOption,
+    GpusPerTrialOption,
+    PrecisionOption,
+)
 from lifelong.commands.terminal import console, error_console, fail, note
 from lifelong.sortsearch.registry import SAMPLE_FIELDS
 
@@ -440,6 +446,7 @@ def build_zoo_cli(
     precision: PrecisionOption = "auto",
     compile: CompileOption = False,
     channels_last: ChannelsLastOption = "auto",
+    gpus_per_trial: GpusPerTrialOption = 0.0,
 ) -> None:
     """Train and evaluate a zoo of varied models on clean + corrupted test samples (a real correctness matrix)."""
     from lifelong.commands.device_options import accelerator_from
@@ -455,7 +462,9 @@ def build_zoo_cli(
             severities=_severities(severities),
             seed=seed,
         )
-        info = build_zoo(out, settings, executor=executor, num_cpus=num_cpus, on_note=note)
+        info = build_zoo(
+            out, settings, executor=executor, num_cpus=num_cpus, gpus_per_model=gpus_per_trial, on_note=note
+        )
     except (FileNotFoundError, ValueError) as exc:
         raise fail(exc) from None
     console.print_json(json.dumps(info, default=str))

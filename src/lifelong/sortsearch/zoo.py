@@ -40,6 +40,7 @@ from lifelong.data.labeled import LabeledImages
 from lifelong.data.sources import load_source
 from lifelong.sortsearch.corruptions import corrupt, corruption_level
 from lifelong.sortsearch.zoo_models import ModelSpec, ZooSpace, draw_spec, make_zoo_model
+from lifelong.training.devices import Accelerator, accelerator_scope, current_accelerator
 from lifelong.training.loop import predict_scores, train_model
 
 DEFAULT_SOURCE = "fashion-mnist"
@@ -196,13 +197,15 @@ class ZooJob:
     samples: ArrayDataset
     threads: int = 1
     flip: bool = True
+    accelerator: Accelerator = field(default_factory=current_accelerator)  # the maker's, resolved on the worker
 
     def __call__(self, spec: ModelSpec) -> dict[str, Any]:
         """Correct (uint8 [n]) and confidence (float16 [n], P(true class)) of `spec`'s model on every sample."""
         previous = torch.get_num_threads()
         torch.set_num_threads(self.threads)
         try:
-            return self._run(spec)
+            with accelerator_scope(self.accelerator):
+                return self._run(spec)
         finally:
             torch.set_num_threads(previous)
 
@@ -289,6 +292,7 @@ def build_zoo(
     threads: int = 1,
     num_cpus: int | None = None,
     address: str | None = None,
+    gpus_per_model: float = 0.0,
     progress: bool = True,
     on_note: Callable[[str], None] | None = None,
     **fields: Any,
@@ -298,8 +302,9 @@ def build_zoo(
     Keywords naming ZooSettings fields (n_models=..., seed=..., space=...) replace those of `settings` (default:
     ZooSettings()). `executor`: "local", "ray" (`num_cpus` for a local Ray, `address` to join a cluster) or an
     Executor; each model is one item and uses `threads` torch threads (results are reproducible for a fixed thread
-    count). Notes on the data (e.g. the fallback to rendered letters) go to `on_note` as they happen and into the
-    summary. Returns a summary (also saved in OUT/zoo.json).
+    count) and, on Ray, `gpus_per_model` GPUs; models train on the current accelerator (carried to workers).
+    Notes on the data (e.g. the fallback to rendered letters) go to `on_note` as they happen and into the summary.
+    Returns a summary (also saved in OUT/zoo.json).
     """
     started = time.perf_counter()
     settings = replace(settings or ZooSettings(), **fields)
@@ -341,7 +346,9 @@ def build_zoo(
     job = ZooJob(data.train, data.samples, threads=threads, flip=flip)
     own_runner = isinstance(executor, str)
     if isinstance(executor, str):
-        runner = make_executor(executor, address=address, num_cpus=num_cpus, cpus_per_item=threads)
+        runner = make_executor(
+            executor, address=address, num_cpus=num_cpus, cpus_per_item=threads, gpus_per_item=gpus_per_model
+        )
     else:
         runner = executor
     # local: one model per map call (a progress step each); otherwise batches that keep every worker busy

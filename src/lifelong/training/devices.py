@@ -9,7 +9,8 @@ with `device="auto"` runs on the CPU of a worker without one. Whoever starts the
 (the runner, a command, an executor worker); models, batches and autocast then follow `current_accelerator()`.
 
 Defaults keep the CPU path exactly as it was: fp32, no channels_last, no compile. On CUDA the defaults are bf16
-autocast, channels_last and TF32 matmuls, with deterministic cuDNN (same seed, same GPU: same numbers). FLOP counts never depend on any of this (they are counted from shapes).
+autocast, channels_last and TF32 matmuls, with deterministic cuDNN (same seed, same GPU: same numbers). FLOP
+counts never depend on any of this (they are counted from shapes).
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ M = TypeVar("M", bound=nn.Module)
 AUTO = "auto"
 DEVICE_CHOICES = "auto, cpu, cuda or cuda:N"
 PRECISIONS = ("auto", "fp32", "bf16")
+# A module with this attribute set (a user's encoder, which may `.view` its activations) keeps the default NCHW
+# layout: a model holding one is never converted to channels_last.
+KEEPS_LAYOUT = "keeps_memory_format"
 _SPEC = re.compile(r"^(auto|cpu|cuda)(?::(\d+))?$")
 
 
@@ -43,11 +47,15 @@ def check_device_spec(spec: str | torch.device | None) -> str:
 
 
 def resolve_device(spec: str | torch.device | None = AUTO) -> torch.device:
-    """The torch device of `spec` (None or "auto": CUDA when available, else the CPU); a ValueError if unusable."""
+    """The torch device of `spec` (None or "auto": CUDA when available, else the CPU); a ValueError if unusable.
+
+    A GPU always comes back with its index ("cuda" and "auto" mean cuda:0, the first visible GPU): a bare "cuda"
+    would mean each thread's current GPU, and the thread that prefetches batches may have another one.
+    """
     text = check_device_spec(spec)
     kind, _, index = text.partition(":")
     if kind == AUTO:
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        return torch.device("cuda", 0) if torch.cuda.is_available() else torch.device("cpu")
     if kind == "cpu":
         return torch.device("cpu")
     if not torch.cuda.is_available():
@@ -55,7 +63,7 @@ def resolve_device(spec: str | torch.device | None = AUTO) -> torch.device:
     count = torch.cuda.device_count()
     if index and int(index) >= count:
         raise ValueError(f"device {spec!r}: this machine has {count} CUDA GPU(s), cuda:0 to cuda:{count - 1}")
-    return torch.device(text)
+    return torch.device("cuda", int(index or 0))
 
 
 def check_precision(spec: str | None) -> str:
@@ -128,9 +136,10 @@ class Accelerator:
         return torch.autocast(self.torch_device.type, dtype=torch.bfloat16)
 
     def place(self, model: M) -> M:
-        """`model` moved (in place) to the device, in channels_last when that is on; returns it."""
+        """`model` moved (in place) to the device, in channels_last when that is on (unless a module in it
+        `KEEPS_LAYOUT`); returns it."""
         model.to(self.torch_device)
-        if self.uses_channels_last:
+        if self.uses_channels_last and not any(getattr(m, KEEPS_LAYOUT, False) for m in model.modules()):
             model.to(memory_format=torch.channels_last)
         return model
 
@@ -163,6 +172,7 @@ class Accelerator:
 
 
 _current = Accelerator()
+_applied = False  # whether _current's CUDA settings (TF32, deterministic cuDNN, current GPU) are in force
 
 
 def use_accelerator(accelerator: Accelerator | None = None, **specs: object) -> Accelerator:
@@ -177,20 +187,24 @@ def use_accelerator(accelerator: Accelerator | None = None, **specs: object) -> 
         torch.backends.cudnn.benchmark = False
         torch.backends.cudnn.deterministic = True
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-        if device.index is not None:
-            torch.cuda.set_device(device)
-    global _current
-    _current = acc
+        torch.cuda.set_device(device)  # this thread's current GPU too (leaving a scope restores it)
+    global _current, _applied
+    _current, _applied = acc, True
     return acc
 
 
 def current_accelerator() -> Accelerator:
-    """This process's accelerator (default: `Accelerator()`, i.e. CUDA with bf16 when present, else fp32 CPU)."""
+    """This process's accelerator (default: `Accelerator()`, i.e. CUDA with bf16 when present, else fp32 CPU).
+
+    A process that never chose one (a library user calling train_model) gets the default with its settings applied.
+    """
+    if not _applied:
+        use_accelerator(_current)
     return _current
 
 
 def current_device() -> torch.device:
-    return _current.torch_device
+    return current_accelerator().torch_device
 
 
 @contextlib.contextmanager
@@ -247,6 +261,7 @@ def available_devices() -> list[str]:
 
 
 __all__ = [
+    "KEEPS_LAYOUT",
     "AUTO",
     "DEVICE_CHOICES",
     "PRECISIONS",

@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from lifelong.training.checkpoints import format_tag, read_torch_file, write_torch_file
-from lifelong.training.devices import current_accelerator
+from lifelong.training.devices import KEEPS_LAYOUT, current_accelerator
 from lifelong.training.flops import count_inference_flops, model_device
 from lifelong.training.inputs import prepare_batch
 from lifelong.training.models import initialise, make_model
@@ -50,6 +50,7 @@ class Encoder(nn.Module):
         in_channels: int = 3,
         description: str = "",
         frozen: bool = True,
+        keep_layout: bool = False,
     ) -> None:
         super().__init__()
         if feature_dim < 1 or in_channels < 1 or (resolution is not None and resolution < 1):
@@ -62,6 +63,7 @@ class Encoder(nn.Module):
         self.resolution = None if resolution is None else int(resolution)
         self.in_channels = int(in_channels)
         self.description = description
+        setattr(self, KEEPS_LAYOUT, keep_layout)  # a user's module may `.view` its activations: NCHW in, NCHW weights
         self.frozen = False
         if frozen:
             self.freeze()
@@ -84,7 +86,7 @@ class Encoder(nn.Module):
         return super().train(mode and not self.frozen)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.module(x)
+        return self.module(x.contiguous() if getattr(self, KEEPS_LAYOUT, False) else x)
 
     def extra_repr(self) -> str:
         return (
@@ -247,7 +249,12 @@ def _wrap_module(module: Any, *, resolution: int | None, in_channels: int | None
             "pool and flatten inside the module (e.g. end with nn.AdaptiveAvgPool2d(1), nn.Flatten())"
         )
     encoder = Encoder(
-        module, feature_dim=int(out.shape[1]), resolution=side, in_channels=channels, description=description
+        module,
+        feature_dim=int(out.shape[1]),
+        resolution=side,
+        in_channels=channels,
+        description=description,
+        keep_layout=True,
     )
     return current_accelerator().place(encoder)
 

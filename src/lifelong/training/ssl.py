@@ -256,7 +256,8 @@ def pretrain_simclr(
             if flops_per_step is None:
                 flops_per_step = count_training_flops(model, both, loss_fn=loss_fn)
             with acc.autocast():
-                loss = loss_fn(forward(both).float())
+                projections = forward(both).float()
+            loss = loss_fn(projections)  # outside autocast: the cosine logits stay in fp32
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
