@@ -43,11 +43,13 @@ def test_run_json_records_the_device_specs_and_what_they_resolved_to(tmp_path, d
     assert accelerator["channels_last_on"] is (device == "cuda")
 
 
-def test_a_run_resumes_on_another_device_spec_but_not_with_another_precision(tmp_path):
+def test_a_run_resumes_on_another_device_spec_but_not_with_other_speed_options(tmp_path):
     spec = _spec(tmp_path, stop_after=2)
     execute(spec)
     with pytest.raises(ValueError, match="precision 'auto' -> 'bf16'"):
         execute(dataclasses.replace(spec, resume=True, stop_after=None, precision="bf16"))
+    with pytest.raises(ValueError, match="compile False -> True"):
+        execute(dataclasses.replace(spec, resume=True, stop_after=None, compile=True))
     resumed = execute(dataclasses.replace(spec, resume=True, stop_after=None, device="cpu"))
     assert resumed["events_done"] == resumed["events_total"]
     whole = execute(dataclasses.replace(spec, out=str(tmp_path / "whole"), stop_after=None))

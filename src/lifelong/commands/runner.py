@@ -247,7 +247,9 @@ SAME_RUN_FIELDS = (
     "allow_missing",
     "metrics",
     "precision",
-)  # not the device: a run started on a GPU may resume on a CPU and the other way round
+    "compile",
+    "channels_last",
+)  # the speed options change the numbers a little; not the device: a GPU run may resume on a CPU and back
 
 
 def _check_same_config(spec: RunSpec, folder: Path) -> None:
