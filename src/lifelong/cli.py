@@ -93,7 +93,7 @@ def run_command(
     gpus_per_trial: GpusPerTrialOption = 0.0,
 ) -> None:
     """Run a learner over a stream; print per-task errors (or the accuracy matrix) and the stream summary."""
-    from lifelong.commands.device_options import accelerator_specs
+    from lifelong.commands.device_options import accelerator_specs, check_ray_gpus
     from lifelong.commands.remote_runs import run_specs
     from lifelong.commands.run_console import print_run, print_seed_summary
     from lifelong.commands.runner import RunExistsError, RunSpec
@@ -107,6 +107,7 @@ def run_command(
     try:
         temporal = classify_stream(stream).is_temporal
         accelerator = accelerator_specs(device, precision, compile, channels_last)
+        check_ray_gpus(executor, device, gpus_per_trial)
     except ValueError as exc:
         raise fail(exc) from None
     if temporal:

@@ -76,6 +76,7 @@ def test_bf16_precision_runs_on_the_cpu_and_changes_little(tmp_path):
         (["--precision", "fp8"], "unknown precision 'fp8'"),
         (["--channels-last", "maybe"], "--channels-last 'maybe'"),
         (["--gpus-per-trial", "0.5"], "--gpus-per-trial needs --executor ray"),
+        (["--executor", "ray", "--device", "cuda"], "needs --gpus-per-trial > 0"),
     ],
 )
 def test_bad_device_options_are_one_line_errors(tmp_path, args, message):

@@ -19,6 +19,7 @@ from lifelong.commands.device_options import (
     PrecisionOption,
     accelerator_from,
     accelerator_specs,
+    check_ray_gpus,
 )
 from lifelong.commands.terminal import console, fail, note
 
@@ -185,6 +186,7 @@ def run_command(
     """Probe a frozen encoder level by level: extract features once, then run the CoG stream for every seed."""
     started = time.perf_counter()
     try:
+        check_ray_gpus(executor, device, gpus_per_trial)
         accelerator_from(device, precision, compile, channels_last)  # feature extraction runs here
         features = prepare_features(encoder, data, levels_file=levels_file, data_root=data_root, threads=threads)
         specs = cog_run_specs(

@@ -51,6 +51,15 @@ def accelerator_specs(device: str, precision: str, compile: bool, channels_last:
     return specs
 
 
+def check_ray_gpus(executor: str, device: str, gpus_per_trial: float) -> None:
+    """A ValueError when Ray would hide the GPU that `--device` asks for (it hides GPUs a run does not reserve)."""
+    if executor == "ray" and device.strip().lower().startswith("cuda") and not gpus_per_trial:
+        raise ValueError(
+            f"--device {device} with --executor ray needs --gpus-per-trial > 0: Ray hides the GPUs from runs that "
+            "reserve none (e.g. --gpus-per-trial 1, or 0.5 to share a GPU between two runs)"
+        )
+
+
 def accelerator_from(device: str, precision: str, compile: bool, channels_last: str):  # noqa: ANN201
     """Make these options this process's accelerator (checks the device exists here) and return it."""
     from lifelong.training.devices import Accelerator, use_accelerator
