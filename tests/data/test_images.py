@@ -69,3 +69,30 @@ def test_resize_all_on_an_array_already_at_size_keeps_pixels():
     images = np.random.default_rng(3).integers(0, 256, (50, 28, 28, 1), dtype=np.uint8)
     assert np.array_equal(resize_all(images, 28, 1), images)
     assert np.array_equal(resize_all(images, 28, 3), np.repeat(images, 3, axis=3))
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_decoding_on_threads_gives_the_same_images_and_the_first_corrupt_file(
+    tmp_path, write_png, write_corrupt, workers
+):
+    from lifelong.data.images import decode_files
+
+    paths = [write_png(tmp_path / f"{i}.png", value=10 * i, size=(4 + i % 3, 5)) for i in range(12)]
+    serial = decode_files(paths, skip_corrupt=False, workers=1)
+    threaded = decode_files(paths, skip_corrupt=False, workers=workers)
+    assert serial[1:] == threaded[1:] and len(threaded[0]) == 12
+    assert all(np.array_equal(a, b) for a, b in zip(serial[0], threaded[0], strict=True))
+    first, second = write_corrupt(tmp_path / "bad5.png"), write_corrupt(tmp_path / "bad9.png")
+    mixed = [*paths[:5], first, *paths[5:9], second, *paths[9:]]
+    with pytest.raises(CorruptImageError, match="bad5.png"):  # the first in order, whichever thread met it first
+        decode_files(mixed, skip_corrupt=False, workers=workers)
+    images, kept, skipped = decode_files(mixed, skip_corrupt=True, workers=workers)
+    assert skipped == [str(first), str(second)] and kept == [i for i in range(14) if i not in (5, 10)]
+    assert all(np.array_equal(a, b) for a, b in zip(images, serial[0], strict=True))
+
+
+def test_decode_workers_must_be_positive(tmp_path, write_png):
+    from lifelong.data.images import decode_files
+
+    with pytest.raises(ValueError, match="workers must be >= 1"):
+        decode_files([write_png(tmp_path / "a.png", value=1)], skip_corrupt=False, workers=0)

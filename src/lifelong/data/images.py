@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import io
+import os
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -63,25 +65,52 @@ def _to_uint8_hwc(img: Image.Image, name: str) -> np.ndarray:
     return np.ascontiguousarray(array, dtype=np.uint8)
 
 
-def decode_files(paths: Sequence[str | Path], *, skip_corrupt: bool) -> tuple[list[np.ndarray], list[int], list[str]]:
-    """Decode many files; returns (images, indices of decoded paths, skipped corrupt paths).
+def decode_workers() -> int:
+    """Threads that decode image files at once: the cores, at most 8 (Pillow decodes without holding the GIL)."""
+    return max(1, min(8, os.cpu_count() or 1))
 
-    Without `skip_corrupt` the first corrupt file raises CorruptImageError naming it; with it, corrupt
-    files are left out and returned so the caller can count them.
+
+def decode_files(
+    paths: Sequence[str | Path], *, skip_corrupt: bool, workers: int | None = None
+) -> tuple[list[np.ndarray], list[int], list[str]]:
+    """Decode many files; returns (images, indices of decoded paths, skipped corrupt paths), in the order of `paths`.
+
+    Without `skip_corrupt` the first corrupt file (in that order) raises CorruptImageError naming it; with it,
+    corrupt files are left out and returned so the caller can count them. `workers` threads decode at once
+    (None: `decode_workers()`; 1: one after the other); the result does not depend on it.
     """
+    workers = decode_workers() if workers is None else workers
+    if workers < 1:
+        raise ValueError(f"workers must be >= 1, got {workers}")
+    threaded = workers > 1 and len(paths) >= 2 * workers
+    pool = ThreadPoolExecutor(workers, thread_name_prefix="lifelong-decode") if threaded else None
+    outcomes: Iterable[np.ndarray | CorruptImageError] = (
+        pool.map(_decoded_or_error, paths) if pool is not None else map(_decoded_or_error, paths)
+    )
     images: list[np.ndarray] = []
     kept: list[int] = []
     skipped: list[str] = []
-    for i, path in enumerate(paths):
-        try:
-            images.append(decode_image(path))
-        except CorruptImageError:
-            if not skip_corrupt:
-                raise
-            skipped.append(str(path))
-            continue
-        kept.append(i)
+    try:
+        for i, (path, outcome) in enumerate(zip(paths, outcomes, strict=True)):
+            if isinstance(outcome, CorruptImageError):
+                if not skip_corrupt:
+                    raise outcome
+                skipped.append(str(path))
+                continue
+            images.append(outcome)
+            kept.append(i)
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)  # a corrupt file raised: the rest need not be decoded
     return images, kept, skipped
+
+
+def _decoded_or_error(path: str | Path) -> np.ndarray | CorruptImageError:
+    """The decoded image, or the CorruptImageError naming it (returned, so the caller raises it in order)."""
+    try:
+        return decode_image(path)
+    except CorruptImageError as exc:
+        return exc
 
 
 def to_channels(image: np.ndarray, channels: int) -> np.ndarray:
