@@ -1,4 +1,4 @@
-"""Files the tests write: tiny PNGs and corrupt images (shared by the data, suite and CLI tests)."""
+"""Files the tests write: tiny PNGs, corrupt images, a two-task stream manifest (shared by data, suite, CLI tests)."""
 
 from __future__ import annotations
 
@@ -41,3 +41,18 @@ def write_mnist(folder: Path, n_train: int = 30, n_test: int = 8) -> None:
     for prefix, n in (("train", n_train), ("t10k", n_test)):
         write_idx(folder / f"{prefix}-images-idx3-ubyte.gz", rng.integers(0, 256, (n, 28, 28)))
         write_idx(folder / f"{prefix}-labels-idx1-ubyte.gz", np.arange(n) % 10)
+
+
+TWO_TASKS = """meta_test_from_year: 2002
+tasks:
+  - {name: digits, source: "builtin:digits", year: 2001, domain: ocr, resolution: 8,
+     options: {n_per_class: 20, seed: 0}}
+  - {name: shapes, source: "builtin:shapes", year: 2002, resolution: 8, options: {n_per_class: 12, seed: 1, size: 8}}
+"""
+
+
+def write_two_task_manifest(folder: Path, name: str) -> Path:
+    """`folder/<name>.yaml`: a 2-task stream of builtin digits (2001) and shapes (2002, meta-test) at 8 px."""
+    path = folder / f"{name}.yaml"
+    path.write_text(f"name: {name}\n{TWO_TASKS}")
+    return path

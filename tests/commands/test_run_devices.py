@@ -7,6 +7,7 @@ import json
 
 import pytest
 import torch
+from support import write_two_task_manifest
 from typer.testing import CliRunner
 
 from lifelong.cli import app
@@ -14,19 +15,9 @@ from lifelong.commands.runner import RunSpec, execute
 from lifelong.results.store import RunFolder
 from lifelong.training.devices import available_devices
 
-MANIFEST = """
-name: dev
-meta_test_from_year: 2002
-tasks:
-  - {name: digits, source: "builtin:digits", year: 2001, domain: ocr, resolution: 8,
-     options: {n_per_class: 20, seed: 0}}
-  - {name: shapes, source: "builtin:shapes", year: 2002, resolution: 8, options: {n_per_class: 12, seed: 1, size: 8}}
-"""
-
 
 def _spec(tmp_path, **changes) -> RunSpec:
-    manifest = tmp_path / "dev.yaml"
-    manifest.write_text(MANIFEST)
+    manifest = write_two_task_manifest(tmp_path, "dev")
     spec = RunSpec(stream=str(manifest), learner="independent", out=str(tmp_path / "runs"))
     return dataclasses.replace(spec, learner_options={"epochs": 2, "resolution": 8}, **changes)
 

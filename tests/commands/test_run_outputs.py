@@ -7,23 +7,14 @@ import hashlib
 import json
 
 import numpy as np
+from support import write_two_task_manifest
 
 from lifelong.commands.runner import RunSpec, execute
 from lifelong.results.store import RunFolder
 
-MANIFEST = """
-name: kept
-meta_test_from_year: 2002
-tasks:
-  - {name: digits, source: "builtin:digits", year: 2001, domain: ocr, resolution: 8,
-     options: {n_per_class: 20, seed: 0}}
-  - {name: shapes, source: "builtin:shapes", year: 2002, resolution: 8, options: {n_per_class: 12, seed: 1, size: 8}}
-"""
-
 
 def _spec(tmp_path, **changes) -> RunSpec:
-    manifest = tmp_path / "kept.yaml"
-    manifest.write_text(MANIFEST)
+    manifest = write_two_task_manifest(tmp_path, "kept")
     return dataclasses.replace(
         RunSpec(stream=str(manifest), learner="nearest-mean", out=str(tmp_path / "runs")), **changes
     )

@@ -3,20 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from support import write_two_task_manifest
 from typer.testing import CliRunner
 
 from lifelong.cli import app
 from lifelong.commands.runner import RunSpec, execute
 from lifelong.results.lock import RunFolderBusyError, run_folder_lock
-
-MANIFEST = """
-name: guarded
-meta_test_from_year: 2002
-tasks:
-  - {name: digits, source: "builtin:digits", year: 2001, domain: ocr, resolution: 8,
-     options: {n_per_class: 20, seed: 0}}
-  - {name: shapes, source: "builtin:shapes", year: 2002, resolution: 8, options: {n_per_class: 12, seed: 1, size: 8}}
-"""
 
 
 def _run_cli(spec: RunSpec, out: str):
@@ -25,8 +17,7 @@ def _run_cli(spec: RunSpec, out: str):
 
 @pytest.fixture
 def spec(tmp_path) -> RunSpec:
-    manifest = tmp_path / "guarded.yaml"
-    manifest.write_text(MANIFEST)
+    manifest = write_two_task_manifest(tmp_path, "guarded")
     return RunSpec(stream=str(manifest), learner="nearest-mean", out=str(tmp_path / "runs"))
 
 

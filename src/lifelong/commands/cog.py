@@ -346,14 +346,6 @@ def _finished(spec) -> dict | None:
     return None
 
 
-def _run_or_skip(spec) -> dict:
-    """execute(spec); with --resume a finished run is read back instead of failing as 'exists'."""
-    from lifelong.commands.runner import execute
-
-    finished = _finished(spec)
-    return execute(spec) if finished is None else finished
-
-
 def run_cog_specs(
     specs: list,
     *,
@@ -364,18 +356,17 @@ def run_cog_specs(
     address: str | None = None,
 ) -> list:
     """Run every spec through the executor (local, or Ray: levels x shots x seeds in parallel, spread over the
-    cluster at `address`, each run landing in the driver's --out as it ends)."""
-    from lifelong.commands.remote_runs import run_remote
+    cluster at `address`, each run landing in the driver's --out as it ends); with --resume, finished runs are
+    read back here instead of failing as 'exists'."""
+    from lifelong.commands.remote_runs import run_specs
     from lifelong.core.executors import make_executor
 
     runner = make_executor(
         executor, address=address, num_cpus=num_cpus, cpus_per_item=threads, gpus_per_item=gpus_per_trial
     )
-    if runner.name == "local":
-        return runner.map(_run_or_skip, specs)
-    results = [_finished(spec) for spec in specs]  # read here, on the driver, which holds the run folders
+    results = [_finished(spec) for spec in specs]
     todo = [i for i, result in enumerate(results) if result is None]
-    for i, summary in zip(todo, run_remote(runner, [specs[i] for i in todo]), strict=True):
+    for i, summary in zip(todo, run_specs(runner, [specs[i] for i in todo]), strict=True):
         results[i] = summary
     return results
 

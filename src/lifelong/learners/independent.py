@@ -17,7 +17,6 @@ import numpy as np
 from lifelong.core.events import PredictEvent, TrainEvent
 from lifelong.core.resources import Resources
 from lifelong.learners.options import configure
-from lifelong.training.devices import current_accelerator
 from lifelong.training.flops import architecture_forward_flops
 from lifelong.training.hpsearch import TrialResult, search
 from lifelong.training.independent_recipe import IndependentConfig
@@ -99,7 +98,6 @@ class IndependentLearner:
         _check_can_predict(event, state)
         model = make_model(state["architecture"], state["num_classes"], seed=0)
         model.load_state_dict(state["model"])
-        current_accelerator().place(model)
         return predict_scores(
             model, event.dataset, event.task.kind, self.config.eval_batch_size, resolution=state["resolution"]
         )

@@ -84,18 +84,18 @@ class _Anchored(Term):
     _h: Tensors | None = None
     _pull: tuple[DeviceCopies, DeviceCopies] | None = None
 
-    def pull(self, model: nn.Module) -> tuple[Tensors, Tensors]:
-        """(curvature, anchor) on the model's device, copied there once per bucket."""
-        assert self.kept is not None and self._h is not None
+    def pull(self, model: nn.Module) -> tuple[Tensors, Tensors] | None:
+        """(curvature, anchor) on the model's device, copied there once per bucket; None on the first bucket."""
+        if self.kept is None or self._h is None:
+            return None
         if self._pull is None:
             self._pull = (DeviceCopies(self._h), DeviceCopies(self.kept["anchor"]))
         device = model_device(model)
         return self._pull[0].on(device), self._pull[1].on(device)
 
     def __call__(self, model: nn.Module, x: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
-        if self.kept is None or self._h is None:
-            return _zero(logits)
-        return _quadratic(model, *self.pull(model))
+        held = self.pull(model)
+        return _zero(logits) if held is None else _quadratic(model, *held)
 
 
 class EWC(_Anchored):
@@ -255,7 +255,7 @@ class SI(_Anchored):
         self._path = {k: torch.zeros_like(v) for k, v in self._start.items()}
 
     def before_step(self, model: nn.Module) -> None:
-        pull = self.pull(model) if self.kept is not None and self._h is not None else None
+        pull = self.pull(model)
         for name, p in _params(model).items():
             g = torch.zeros_like(p) if p.grad is None else p.grad.detach().clone()
             if pull is not None:  # remove this penalty's gradient h (theta - theta*)

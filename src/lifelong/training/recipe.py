@@ -127,7 +127,6 @@ class FitJob:
                     f"init_backbone does not fit a {self.architecture!r} backbone: {exc}; give the `backbone` "
                     "state_dict of a model of the same architecture"
                 ) from exc
-        current_accelerator().place(model)
         dev = self.dev if self.dev is not None and len(self.dev) > 0 else None
         result = train_model(
             model,

@@ -26,7 +26,6 @@ from lifelong.core.files import atomic_write_bytes
 from lifelong.core.progress import progress_bar
 from lifelong.core.streams import Stream
 from lifelong.training.checkpoints import read_torch_file, write_torch_file
-from lifelong.training.devices import current_accelerator
 from lifelong.training.hpsearch import search
 from lifelong.training.independent_recipe import IndependentConfig
 from lifelong.training.loop import classification_error, derive_seed, predict_scores, torch_threads
@@ -138,7 +137,6 @@ def transfer_matrix(
         best, results = search(job, cfg.trials_for(target), workdir=cells.trials_dir(name), executor=executor)
         model = make_model(architecture, task.num_classes, seed=0)
         model.load_state_dict(best.state_dict)
-        current_accelerator().place(model)
         evaluation = splits.get(stream.eval_split)
         scores = predict_scores(model, evaluation, task.kind, cfg.eval_batch_size, resolution=cfg.resolution)
         result = {
