@@ -16,15 +16,16 @@ On CUDA the mean GPU busy % during each workload is printed (torch.cuda.utilizat
 `lifelong run`; `--threads 2` gives the issue's 2-core CPU baseline).
 
 CPU before/after (the CPU path must not get slower): `--cpu-check` times the default `lifelong run` on the CPU
-(RunSpec defaults: 1 torch thread) and prints its wall time and mean error. Time an older revision's code and this
-tree with the same Python, one after the other on the same machine:
+(RunSpec defaults: 1 torch thread) and prints its wall time and mean error; with `--before SRC` it runs that twice
+at the same time, once with an older revision's code (SRC: its src folder) and once with this tree, each in its own
+process on its own core, and prints the ratio after/before and whether the mean errors agree:
     git worktree add /tmp/before <rev>
-    PYTHONPATH=/tmp/before/src .venv/bin/python benchmarks/bench_device.py --cpu-check   # the old code
-    .venv/bin/python benchmarks/bench_device.py --cpu-check                              # this tree
+    .venv/bin/python benchmarks/bench_device.py --cpu-check --before /tmp/before/src
     git worktree remove /tmp/before
-It prints which `lifelong` it imported; only the runner is imported, so revisions without devices work too.
+Only the runner is imported, so revisions without devices work too.
 
-Run: python benchmarks/bench_device.py [--quick] [--devices cpu,cuda] [--threads N] [--json OUT] [--cpu-check]
+Run: python benchmarks/bench_device.py [--quick] [--devices cpu,cuda] [--threads N] [--json OUT]
+     python benchmarks/bench_device.py --cpu-check [--before SRC] [--quick]
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -259,6 +261,34 @@ def cpu_check(quick: bool, threads: int | None) -> dict:
     return result
 
 
+def cpu_before_after(before_src: Path, quick: bool, threads: int | None) -> dict:
+    """`cpu_check` with the code under `before_src` and with this tree, at the same time (one core each, the same
+    conditions), each in its own process; prints both, the ratio after/before and whether the numbers agree."""
+    if not (before_src / "lifelong" / "__init__.py").is_file():
+        raise SystemExit(f"--before {before_src}: no lifelong package there (give an older checkout's src folder)")
+    here = Path(__file__).resolve()
+    with tempfile.TemporaryDirectory(prefix="bench_device_") as tmp:
+        procs = {}
+        for name, src in (("before", before_src), ("after", here.parents[1] / "src")):
+            out = Path(tmp) / f"{name}.json"
+            cmd = [sys.executable, str(here), "--cpu-check", "--json", str(out), *(["--quick"] if quick else [])]
+            cmd += ["--threads", str(threads)] if threads else []
+            env = {**os.environ, "PYTHONPATH": str(src.resolve())}
+            procs[name] = (subprocess.Popen(cmd, env=env), out)
+        results = {}
+        for name, (proc, out) in procs.items():
+            if proc.wait() != 0:
+                raise SystemExit(f"the {name} run failed (exit {proc.returncode})")
+            results[name] = json.loads(out.read_text())
+    before, after = results["before"], results["after"]
+    same = before["mean_error"] == after["mean_error"]
+    print(
+        f"CPU before/after, run at the same time: before {before['seconds']:.1f} s, after {after['seconds']:.1f} s, "
+        f"ratio after/before {after['seconds'] / before['seconds']:.3f}; mean error identical: {same}"
+    )
+    return {"before": before, "after": after, "ratio": after["seconds"] / before["seconds"], "identical": same}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes: a few minutes on 2 CPU cores")
@@ -266,10 +296,14 @@ def main() -> None:
     parser.add_argument("--threads", type=int, help="torch threads (default 1, as `lifelong run`)")
     parser.add_argument("--only", default="run,transfer,simclr,sortsearch", help="workloads to measure")
     parser.add_argument("--cpu-check", action="store_true", help="time the default `lifelong run` on the CPU only")
+    parser.add_argument("--before", type=Path, help="with --cpu-check: an older checkout's src, timed side by side")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
     if args.cpu_check:
-        result = cpu_check(args.quick, args.threads)
+        if args.before:
+            result = cpu_before_after(args.before, args.quick, args.threads)
+        else:
+            result = cpu_check(args.quick, args.threads)
         if args.json:
             args.json.write_text(json.dumps(result, indent=2))
         return
