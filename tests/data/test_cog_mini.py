@@ -115,14 +115,14 @@ def test_each_style_draws_a_known_emoji(art, style):
     assert (image[0] > 240).all(), "the top border is white"
 
 
-def test_missing_style_names_the_package_and_install_script(tmp_path, monkeypatch):
+def test_missing_style_names_the_package_and_the_install_command(tmp_path, monkeypatch):
     monkeypatch.delenv("LIFELONG_EMOJI_DIR", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.chdir(tmp_path)
     empty = EmojiArt(emoji_dir=tmp_path, fonts=[tmp_path])
     if empty.available("twemoji"):
         pytest.skip("emoji-datasource-twitter is installed globally (npm -g)")
-    with pytest.raises(EmojiArtMissingError, match=r"emoji-datasource-twitter.*install-cog-mini\.sh"):
+    with pytest.raises(EmojiArtMissingError, match=r"emoji-datasource-twitter.*`lifelong cog install-art`"):
         empty.render("twemoji", APPLE)
 
 

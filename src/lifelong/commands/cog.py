@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated
 
@@ -10,7 +11,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from lifelong.commands.cog_prepare import prepare_features, pretrain_cog_encoder
+from lifelong.commands.cog_prepare import extract_levels, plan_features, pretrain_cog_encoder
 from lifelong.commands.device_options import (
     ChannelsLastOption,
     CompileOption,
@@ -77,6 +78,7 @@ def levels_command(
         Path | None,
         typer.Option("--wordnet", metavar="DIR", help="WordNet 3.0 database folder (default: /usr/share/wordnet)."),
     ] = None,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing --out file.")] = False,
 ) -> None:
     """Build ImageNet-CoG levels: filter the candidates, rank by similarity to the seen concepts, cut into levels."""
     from lifelong.concepts import (
@@ -92,6 +94,9 @@ def levels_command(
 
     started = time.perf_counter()
     try:
+        _check_level_options(similarity, order, relation)
+        if out.exists() and not overwrite:
+            raise ValueError(f"{out} exists; pass --overwrite to replace it, or --out to write elsewhere")
         if counts is not None and images is not None:
             raise ConceptError("give image counts either as --counts FILE or as --images DIR, not both")
         image_counts, ignored = None, []
@@ -138,13 +143,65 @@ def levels_command(
         note(text)
     if ignored:
         note(f"{len(ignored)} entries of {images} are not wnid folders and were not counted: {', '.join(ignored[:5])}")
-    console.print(f"wrote {len(result.rows)} concepts in {len(result.bounds)} levels to {escape(str(out))}")
+    console.print(
+        f"wrote {len(result.rows)} concepts in {len(result.bounds)} levels to {escape(str(out))}", soft_wrap=True
+    )
     console.print(f"time: {elapsed:.1f} s")
+
+
+def _check_level_options(similarity: str, order: str, relation: str | None) -> None:
+    """--similarity, --order and --relation checked in CLI words, with "did you mean" for a mistyped name."""
+    from lifelong.concepts.levels import FILTERS, ORDERS, RELATIONS
+    from lifelong.concepts.similarity import SET_SIMILARITIES
+    from lifelong.core.suggest import did_you_mean
+
+    def check(flag: str, value: str, choices) -> None:
+        if value not in choices:
+            listed = ", ".join(choices)
+            raise ValueError(f"unknown {flag} {value!r}{did_you_mean(value, choices)}; choose among {listed}")
+
+    check("--similarity", similarity, sorted(SET_SIMILARITIES))
+    if relation is not None:
+        check("--relation", relation, RELATIONS)
+    if order not in ORDERS:
+        if "," not in order:
+            check("--order", order, [*ORDERS, *FILTERS])
+        for name in order.split(","):
+            check("--order filter", name.strip(), list(FILTERS))
 
 
 # -- `lifelong cog run` and `lifelong cog pretrain` ---------------------------------------------------------------
 
 SHOTS_HELP = "Comma-separated: all (every training image) and/or shots per concept, e.g. all,1,2,4,8,16,32."
+SEED_HELP = (
+    "First run's seed, one of the protocol's seeds 22, 37, 45, 77, 93 (default 22; alone: that seed's run only)."
+)
+SEEDS_HELP = (
+    "Number of runs per level and shots: the protocol's seeds 22, 37, 45, 77, 93 in that order, from --seed "
+    "(default: all 5; 1 with --seed)."
+)
+EXECUTORS = ("local", "ray")
+
+
+def protocol_seeds(seed: int | None, seeds: int | None) -> list[int]:
+    """The protocol seeds of `--seed N --seeds K` (as `lifelong run`: K runs from N, on COG_SEEDS' order)."""
+    from lifelong.training.probes import COG_SEEDS
+
+    listed = ", ".join(str(s) for s in COG_SEEDS)
+    if seed is None:
+        first = 0
+    elif seed in COG_SEEDS:
+        first = COG_SEEDS.index(seed)
+    else:
+        raise ValueError(f"--seed {seed} is not a protocol seed; ImageNet-CoG's seeds are {listed}")
+    count = seeds if seeds is not None else (len(COG_SEEDS) if seed is None else 1)
+    chosen = list(COG_SEEDS[first : first + count])
+    if len(chosen) < count:
+        raise ValueError(
+            f"--seeds {count} from --seed {COG_SEEDS[first]} asks for more than the protocol's seeds ({listed}); "
+            f"give --seeds {len(chosen)} or less, or an earlier --seed"
+        )
+    return chosen
 
 
 @cog_app.command("run")
@@ -156,45 +213,82 @@ def run_command(
     levels_file: Annotated[
         Path | None, typer.Option("--levels-file", metavar="FILE.csv", help="With --data DIR: `cog levels` output.")
     ] = None,
-    levels: Annotated[str, typer.Option("--levels", metavar="LIST", help="Levels, e.g. seen,1,2,3,4,5.")] = "",
+    levels: Annotated[
+        str,
+        typer.Option(
+            "--levels", metavar="LIST", help="Levels to extract and probe, e.g. seen,1,2 (default: every level)."
+        ),
+    ] = "",
     shots: Annotated[str, typer.Option("--shots", metavar="LIST", help=SHOTS_HELP)] = "all",
+    seed: Annotated[int | None, typer.Option("--seed", metavar="N", help=SEED_HELP, show_default=False)] = None,
     seeds: Annotated[
-        int, typer.Option("--seeds", min=1, max=5, help="Protocol seeds 22, 37, 45, 77, 93 (first N).")
-    ] = 5,
+        int | None, typer.Option("--seeds", metavar="K", min=1, max=5, help=SEEDS_HELP, show_default=False)
+    ] = None,
     probe: Annotated[str, typer.Option("--probe", metavar="fast|reference", help="Probe recipe.")] = "fast",
     out: Annotated[Path, typer.Option("--out", metavar="DIR", help="Results folder (one run folder per run).")] = Path(
         "runs"
     ),
     executor: Annotated[str, typer.Option("--executor", metavar="local|ray", help="Fan runs out over Ray.")] = "local",
-    num_cpus: Annotated[int | None, typer.Option("--num-cpus", help="CPUs for a local Ray (default: all).")] = None,
+    num_cpus: Annotated[
+        int | None, typer.Option("--num-cpus", metavar="N", help="CPUs for a local Ray (default: all).")
+    ] = None,
     ray_address: Annotated[
         str | None,
         typer.Option("--ray-address", metavar="HOST:PORT", help="Join this Ray cluster (with --executor ray)."),
     ] = None,
-    resume: Annotated[bool, typer.Option("--resume", help="Continue interrupted runs; skip finished ones.")] = False,
-    overwrite: Annotated[bool, typer.Option("--overwrite", help="Start existing runs over.")] = False,
+    resume: Annotated[
+        bool,
+        typer.Option(
+            "--resume", help="Continue interrupted runs in --out; finished ones are read back (features always resume)."
+        ),
+    ] = False,
+    overwrite: Annotated[
+        bool,
+        typer.Option(
+            "--overwrite", help="Delete the existing runs in --out and the asked levels' features, and start over."
+        ),
+    ] = False,
+    skip_corrupt: Annotated[
+        bool, typer.Option("--skip-corrupt", help="Leave unreadable images out of the features (and count them).")
+    ] = False,
     data_root: Annotated[
-        Path | None, typer.Option("--data-root", help="Data root (cog-mini cache, feature sets).")
+        Path | None, typer.Option("--data-root", metavar="DIR", help="Data root (cog-mini cache, feature sets).")
     ] = None,
-    threads: Annotated[int, typer.Option("--threads", min=1, help="Torch threads per run.")] = 1,
+    threads: Annotated[int, typer.Option("--threads", metavar="N", min=1, help="Torch threads per run.")] = 1,
     device: DeviceOption = "auto",
     precision: PrecisionOption = "auto",
     compile: CompileOption = False,
     channels_last: ChannelsLastOption = "auto",
     gpus_per_trial: GpusPerTrialOption = 0.0,
 ) -> None:
-    """Probe a frozen encoder level by level: extract features once, then run the CoG stream for every seed."""
+    """Probe a frozen encoder level by level (one run per level, shots and seed).
+
+    Extracts the asked levels' features once (kept in the data root's cog-features/), then runs the CoG stream for
+    every level, shots and seed, one run folder each in --out.
+
+    Seeds: the protocol fixes five (22, 37, 45, 77, 93); --seeds K runs the first K of them from --seed, as
+    `lifelong run --seed N --seeds K` runs K seeds from N. Existing runs in --out need --resume or --overwrite.
+    """
+    from lifelong.commands.runner import RunExistsError, check_folder
+    from lifelong.core.suggest import did_you_mean
+    from lifelong.learners.probe import PROBES
+    from lifelong.results.lock import RunFolderBusyError
+    from lifelong.suites.cog import parse_levels, parse_shots
+
     started = time.perf_counter()
     try:
+        if probe not in PROBES:
+            raise ValueError(f"unknown --probe {probe!r}{did_you_mean(probe, PROBES)}; choose fast or reference")
+        if executor not in EXECUTORS:
+            raise ValueError(f"unknown --executor {executor!r}{did_you_mean(executor, EXECUTORS)}; choose local or ray")
+        chosen_seeds = protocol_seeds(seed, seeds)
+        counts = parse_shots(shots)
         check_ray_gpus(executor, device, gpus_per_trial)
         accelerator_from(device, precision, compile, channels_last)  # feature extraction runs here
-        features = prepare_features(encoder, data, levels_file=levels_file, data_root=data_root, threads=threads)
-        specs = cog_run_specs(
-            features,
-            data,
-            levels=levels or None,
-            shots=shots,
-            seeds=seeds,
+        plan = plan_features(encoder, data, levels_file=levels_file, data_root=data_root)
+        chosen = parse_levels(levels or None, list(plan.levels))
+        common = dict(
+            seeds=chosen_seeds,
             probe=probe,
             out=out,
             resume=resume,
@@ -204,6 +298,10 @@ def run_command(
             progress=executor == "local",
             accelerator=accelerator_specs(device, precision, compile, channels_last),
         )
+        for spec in _specs(plan.name, data, chosen, counts, **common):  # before any extraction: existing runs
+            check_folder(spec)
+        features = extract_levels(plan, chosen, threads=threads, skip_corrupt=skip_corrupt, overwrite=overwrite)
+        specs = cog_run_specs(features, data, levels=",".join(chosen), shots=shots, **common)
         results = run_cog_specs(
             specs,
             executor=executor,
@@ -213,15 +311,36 @@ def run_command(
             address=ray_address,
         )
     except KeyboardInterrupt:
-        console.print("[yellow]Interrupted.[/] Every finished event is checkpointed: rerun with [bold]--resume[/].")
+        console.print(
+            "[yellow]Interrupted.[/] Every finished event is checkpointed: rerun the same command plus "
+            "[bold]--resume[/]."
+        )
         raise typer.Exit(130) from None
-    except (OSError, ValueError, ImportError, RuntimeError) as exc:  # OSError: also an existing run folder
+    except (RunExistsError, RunFolderBusyError) as exc:
         raise fail(exc) from None
-    print_cog_table(results, title=f"ImageNet-CoG top-1 (%), {features}, {probe} probe")
-    console.print(
-        f"results: {escape(str(out))} (`lifelong results --out {escape(str(out))}`); time: "
-        f"{time.perf_counter() - started:.1f} s"
-    )
+    except (OSError, ValueError, ImportError, RuntimeError) as exc:
+        raise fail(exc) from None
+    print_cog_table(results, title=f"ImageNet-CoG top-1 (%), {probe} probe", features=features)
+    console.print(f"results: {escape(str(out))} (see `lifelong results {escape(str(out))}`)", soft_wrap=True)
+    console.print(f"time: {time.perf_counter() - started:.1f} s")
+
+
+@cog_app.command("install-art")
+def install_art_command(
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the steps; install nothing.")] = False,
+) -> None:
+    """Install the emoji artwork cog-mini renders (fonts, npm packages, cairosvg).
+
+    Skips what is there: the Debian packages fonts-noto-color-emoji, fonts-symbola, libcairo2 (and npm) with
+    apt-get, as root or through sudo; the npm packages emoji-datasource-twitter and openmoji (pinned) into
+    $LIFELONG_EMOJI_DIR (default ~/.cache/lifelong/emoji); cairosvg with pip into this Python. Run it as yourself,
+    not with sudo. A step this machine cannot do is printed with what to run by hand.
+    """
+    from lifelong.commands.cog_install import install_art
+
+    code = install_art(dry_run=dry_run)
+    if code:
+        raise typer.Exit(code)
 
 
 @cog_app.command("pretrain")
@@ -233,12 +352,25 @@ def pretrain_command(
         ),
     ],
     out: Annotated[Path, typer.Option("--out", metavar="FILE", help="Encoder file to write.")],
-    epochs: Annotated[int, typer.Option("--epochs", min=1, help="Training epochs.")] = 30,
-    resolution: Annotated[int, typer.Option("--resolution", min=8, help="Input side.")] = 32,
-    architecture: Annotated[str, typer.Option("--architecture", help="Backbone.")] = "resnet_mini",
-    seed: Annotated[int, typer.Option("--seed", help="Seed.")] = 0,
-    threads: Annotated[int, typer.Option("--threads", min=1, help="Torch threads.")] = 1,
-    data_root: Annotated[Path | None, typer.Option("--data-root", help="Data root (cog-mini cache).")] = None,
+    epochs: Annotated[int, typer.Option("--epochs", metavar="N", min=1, help="Training epochs.")] = 30,
+    resolution: Annotated[int, typer.Option("--resolution", metavar="S", min=8, help="Input side.")] = 32,
+    architecture: Annotated[
+        str, typer.Option("--architecture", metavar="NAME", help="Backbone: resnet_mini, resnet18 or resnet34.")
+    ] = "resnet_mini",
+    seed: Annotated[int, typer.Option("--seed", metavar="N", help="Seed.")] = 0,
+    threads: Annotated[int, typer.Option("--threads", metavar="N", min=1, help="Torch threads.")] = 1,
+    data_root: Annotated[
+        Path | None, typer.Option("--data-root", metavar="DIR", help="Data root (cog-mini cache).")
+    ] = None,
+    skip_corrupt: Annotated[
+        bool, typer.Option("--skip-corrupt", help="Leave unreadable training images out (and count them).")
+    ] = False,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Continue an interrupted training (OUT.work); keep a finished --out.")
+    ] = False,
+    overwrite: Annotated[
+        bool, typer.Option("--overwrite", help="Delete --out (and OUT.work) and train again.")
+    ] = False,
     device: DeviceOption = "auto",
     precision: PrecisionOption = "auto",
     compile: CompileOption = False,
@@ -258,11 +390,18 @@ def pretrain_command(
             seed=seed,
             threads=threads,
             data_root=data_root,
+            skip_corrupt=skip_corrupt,
+            resume=resume,
+            overwrite=overwrite,
         )
-    except (FileNotFoundError, ValueError) as exc:
+    except KeyboardInterrupt:
+        kept = "Finished epochs are kept in OUT.work (SimCLR): " if kind == "simclr" else ""
+        console.print(f"[yellow]Interrupted.[/] {kept}rerun the same command plus [bold]--resume[/].")
+        raise typer.Exit(130) from None
+    except (OSError, ValueError, ImportError) as exc:
         raise fail(exc) from None
     for key, value in summary.items():
-        console.print(f"{key}: {escape(str(value))}")
+        console.print(f"{key}: {escape('-' if value is None else str(value))}", soft_wrap=True)
     console.print(f"time: {time.perf_counter() - started:.1f} s")
 
 
@@ -272,7 +411,7 @@ def cog_run_specs(
     *,
     levels: str | None,
     shots: str,
-    seeds: int,
+    seeds: int | Sequence[int],
     probe: str,
     out: Path,
     resume: bool,
@@ -282,9 +421,11 @@ def cog_run_specs(
     progress: bool,
     accelerator: dict | None = None,
 ) -> list:
-    """One RunSpec per (level, shots, seed): the fan-out unit (its own run folder, checkpoint and resume)."""
-    from lifelong.commands.runner import RunSpec
-    from lifelong.suites.cog import ALL, parse_levels, parse_shots, read_index, resolve_features
+    """One RunSpec per (level, shots, seed): the fan-out unit (its own run folder, checkpoint and resume).
+
+    `seeds`: the protocol seeds to run, or a number K for the first K of them.
+    """
+    from lifelong.suites.cog import parse_levels, parse_shots, read_index, resolve_features
     from lifelong.training.probes import COG_SEEDS
 
     folder = resolve_features(features, data_root)
@@ -292,6 +433,44 @@ def cog_run_specs(
     chosen = parse_levels(levels, [level["name"] for level in index["levels"]])
     counts = parse_shots(shots)
     _check_shots(folder, index, chosen, [c for c in counts if c is not None])
+    seed_list = list(COG_SEEDS[:seeds]) if isinstance(seeds, int) else list(seeds)
+    return _specs(
+        features,
+        data,
+        chosen,
+        counts,
+        seeds=seed_list,
+        probe=probe,
+        out=out,
+        resume=resume,
+        overwrite=overwrite,
+        data_root=data_root,
+        threads=threads,
+        progress=progress,
+        accelerator=accelerator,
+    )
+
+
+def _specs(
+    features: str,
+    data: str,
+    levels: list[str],
+    counts: list[int | None],
+    *,
+    seeds: Sequence[int],
+    probe: str,
+    out: Path,
+    resume: bool,
+    overwrite: bool,
+    data_root: Path | None,
+    threads: int,
+    progress: bool,
+    accelerator: dict | None = None,
+) -> list:
+    """The RunSpecs of checked levels, shot counts and seeds (reads nothing: run ids are known before extraction)."""
+    from lifelong.commands.runner import RunSpec
+    from lifelong.suites.cog import ALL
+
     stream = "cog-mini" if data == "cog-mini" else "cog"
     return [
         RunSpec(
@@ -309,9 +488,9 @@ def cog_run_specs(
             stream_options={"features": features, "levels": level, "shots": ALL if count is None else str(count)},
             **(accelerator or {}),
         )
-        for level in chosen
+        for level in levels
         for count in counts
-        for seed in COG_SEEDS[:seeds]
+        for seed in seeds
     ]
 
 
@@ -384,30 +563,57 @@ def cog_top1(results: list[dict]) -> dict[tuple[str, str], list[float]]:
     return table
 
 
-def print_cog_table(results: list[dict], *, title: str) -> None:
-    """Top-1 per level (rows) and shots (columns): mean +- population std over seeds, and relative to seen."""
+def print_cog_table(results: list[dict], *, title: str, features: str | None = None) -> None:
+    """Top-1 per level (rows) and shots (columns): mean ± population std over seeds, and relative to seen.
+
+    Shot columns that do not fit the console's width go on to a further table, so every table fits (80 columns).
+    """
     import numpy as np
 
     table = cog_top1(results)
+    if not table:
+        console.print("no CoG results to show")
+        return
     levels = list(dict.fromkeys(level for level, _ in table))
     shots = list(dict.fromkeys(s for _, s in table))
-    out = Table(title=title)
-    out.add_column("level")
+    cells = {key: f"{np.mean(values):.2f} ± {np.std(values):.2f}" if values else "-" for key, values in table.items()}
+    counts = {len(values) for values in table.values()}
+    seeds_column = len(counts) > 1
+    header = {count: "all" if count == "all" else f"{count}-shot" for count in shots}
+    widths = {c: max([len(header[c])] + [len(cells.get((lv, c), "-")) for lv in levels]) for c in shots}
+    fixed = 4 + max(len("level"), *(len(level) for level in levels)) + (10 if seeds_column else 0)
+    chunks, current, used = [], [], fixed
     for count in shots:
-        out.add_column(f"{count} (mean ± std)", justify="right")
-    out.add_column("seeds", justify="right")
-    for level in levels:
-        cells = []
-        for count in shots:
-            values = table.get((level, count), [])
-            cells.append(f"{np.mean(values):.2f} ± {np.std(values):.2f}" if values else "-")
-        out.add_row(level, *cells, str(max(len(table.get((level, c), [])) for c in shots)))
-    console.print(out)
+        if current and used + widths[count] + 3 > console.width:
+            chunks.append(current)
+            current, used = [], fixed
+        current.append(count)
+        used += widths[count] + 3
+    chunks.append(current)
+    n = counts.pop() if not seeds_column else None
+    over = "seeds" if n is None else f"{n} seed" if n == 1 else f"{n} seeds"
+    for number, chunk in enumerate(chunks, start=1):
+        part = f" ({number}/{len(chunks)})" if len(chunks) > 1 else ""
+        console.print(f"[italic]{escape(title)}: mean ± std over {over}{part}[/]")
+        out = Table()
+        out.add_column("level", no_wrap=True)
+        for count in chunk:
+            out.add_column(header[count], justify="right", no_wrap=True)
+        if seeds_column:
+            out.add_column("seeds", justify="right", no_wrap=True)
+        for level in levels:
+            row = [cells.get((level, count), "-") for count in chunk]
+            if seeds_column:
+                row.append(str(max(len(table.get((level, c), [])) for c in shots)))
+            out.add_row(level, *row)
+        console.print(out)
+    if features:
+        console.print(f"features: {escape(features)}", soft_wrap=True)
     first = shots[0]
     if ("seen", first) in table:
         seen = float(np.mean(table[("seen", first)]))
         relative = ", ".join(
-            f"{level} {100 * np.mean(table[(level, first)]) / seen:.1f}%" for level in levels if (level, first) in table
+            f"{level}={100 * np.mean(table[(level, first)]) / seen:.1f}%" for level in levels if (level, first) in table
         )
-        console.print(f"relative to seen ({first}; mean level top-1 / mean seen top-1): {relative}")
-    console.print("std: population standard deviation over seeds (divisor n), as the protocol reports it")
+        console.print(f"relative to seen ({header[first]}; mean level top-1 / mean seen top-1): {relative}")
+    console.print("std: population std over seeds (divisor n), as the protocol reports it")

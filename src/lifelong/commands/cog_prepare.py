@@ -3,18 +3,23 @@ ImageNet-style concept folders, level by level, into a features set; and the cog
 
 from __future__ import annotations
 
+import contextlib
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from lifelong.commands.terminal import note
 
 
-def _cog_mini_folders(data_root: Path | None):
-    """(cog-mini, its export `<cache>/folders/<level>/<split>/<wnid>/*.png`), exporting the missing levels."""
+def _cog_mini_folders(data_root: Path | None, levels: list[str] | None = None):
+    """(cog-mini, its export `<cache>/folders/<level>/<split>/<wnid>/*.png`), exporting the missing `levels`
+    (default: every level)."""
     from lifelong.data.sources.cog_mini import export_folders, load_cog_mini
 
     cog = load_cog_mini(data_root=data_root, progress=True)
     root = cog.path / "folders"
-    missing = [name for name in cog.levels if not (root / name).is_dir()]
+    missing = [name for name in (cog.levels if levels is None else levels) if not (root / name).is_dir()]
     if missing:
         export_folders(cog, root, missing)
     return cog, root
@@ -30,17 +35,21 @@ def _level_files(root: Path, wnids: tuple[str, ...], split: str) -> tuple[list[s
     return files, labels
 
 
-def _folder_levels(data: Path, levels_file: Path | None) -> dict[str, dict]:
-    """{level: {wnids, train, test}} of ImageNet-style concept folders: seen = ImageNet-1K folders, L1.. from CSV."""
+def _folder_groups(data: Path, levels_file: Path | None) -> dict[str, list[str]]:
+    """{level: wnids} of ImageNet-style concept folders: seen = the ImageNet-1K folders present, L1.. from the CSV."""
     import csv
 
     from lifelong.concepts.wnids import imagenet1k
-    from lifelong.data.sources.concept_folders import scan_concept_folders
 
     if levels_file is None:
         raise ValueError("--data DIR needs --levels-file FILE.csv (written by `lifelong cog levels`)")
-    with open(levels_file, newline="", encoding="utf-8") as f:
-        rows = list(csv.DictReader(f))
+    try:
+        with open(levels_file, newline="", encoding="utf-8") as f:
+            rows = list(csv.DictReader(f))
+    except FileNotFoundError:
+        raise FileNotFoundError(
+            f"--levels-file {str(levels_file)!r} not found; write one with `lifelong cog levels`"
+        ) from None
     if not rows or not {"wnid", "level"} <= set(rows[0]):
         raise ValueError(f"{levels_file} needs wnid and level columns (the output of `lifelong cog levels`)")
     present = {p.name for p in data.iterdir() if p.is_dir()}
@@ -52,62 +61,159 @@ def _folder_levels(data: Path, levels_file: Path | None) -> dict[str, dict]:
         if not wnids:
             note(f"level {name}: no concept folder in {data}; left out")
             continue
-        splits = scan_concept_folders(data, wnids=sorted(wnids))
-        out[name] = {"wnids": splits.wnids, "train": splits.split("train"), "test": splits.split("test")}
+        out[name] = sorted(wnids)
     return out
 
 
-def prepare_features(
-    encoder: Path, data: str, *, levels_file: Path | None = None, data_root: Path | None = None, threads: int = 1
-) -> str:
-    """Extract (or resume, or reuse) every level's train/test features; return the features set's name.
+@dataclass
+class FeaturesPlan:
+    """A features set before extraction: its name and folder, and each level's content, read when extracted."""
+
+    name: str
+    folder: Path
+    dataset: str
+    identity: str
+    encoder: Path
+    levels: dict[str, Callable[[], dict]]  # level -> {wnids, train: (files, labels), test: ..., similarity}
+
+    def index(self, contents: dict[str, dict]) -> dict:
+        """The features set's cog.json: the levels whose features are complete on disk, in the set's order."""
+        from lifelong.suites.cog import FORMAT, INDEX_FILE, read_index
+
+        old = {}
+        if (self.folder / INDEX_FILE).is_file():
+            with contextlib.suppress(FileNotFoundError, ValueError):
+                old = {level["name"]: level for level in read_index(self.folder)["levels"]}
+        levels = []
+        for name in self.levels:
+            if not all(_complete(self.folder / name / split) for split in ("train", "test")):
+                continue
+            if name in contents:
+                content = contents[name]
+                levels.append({"name": name, "wnids": list(content["wnids"]), "similarity": content.get("similarity")})
+            elif name in old:
+                levels.append(old[name])
+        return {
+            "format": FORMAT,
+            "dataset": self.dataset,
+            "dataset_identity": self.identity,
+            "encoder": {"name": self.encoder.stem, "file": str(self.encoder.resolve())},
+            "levels": levels,
+        }
+
+
+def _complete(folder: Path) -> bool:
+    """Whether a features folder holds a finished extraction."""
+    from lifelong.data.feature_files import MANIFEST_FILE, read_json
+
+    try:
+        return bool(read_json(folder / MANIFEST_FILE).get("complete"))
+    except (OSError, ValueError):
+        return False
+
+
+def plan_features(
+    encoder: Path, data: str, *, levels_file: Path | None = None, data_root: Path | None = None
+) -> FeaturesPlan:
+    """Name the features set of (encoder, data) and list its levels; nothing is extracted yet.
 
     The set lives in `<data root>/cog-features/<name>`, name = dataset-encoder-hash (of the encoder file's bytes
     and the dataset's identity), and its cog.json lists the levels whose features are complete.
     """
     import hashlib
-    import json
 
-    from lifelong.core.files import atomic_write_bytes
-    from lifelong.suites.cog import FORMAT, INDEX_FILE, features_root
-    from lifelong.training.features import extract_features
-    from lifelong.training.loop import set_torch_threads
+    from lifelong.suites.cog import features_root
 
     if not encoder.is_file():
         raise FileNotFoundError(f"encoder file {str(encoder)!r} not found; train one with `lifelong cog pretrain`")
-    set_torch_threads(threads)
+    levels: dict[str, Callable[[], dict]] = {}
     if data == "cog-mini":
-        cog, root = _cog_mini_folders(data_root)
+        cog, root = _cog_mini_folders(data_root, levels=[])  # renders (or reads) cog-mini; exports nothing yet
         dataset, identity = "cog-mini", cog.path.name
-        levels = {}
-        for name, level in cog.levels.items():
-            splits = {split: _level_files(root / name, level.wnids, split) for split in ("train", "test")}
-            levels[name] = {"wnids": level.wnids, **splits, "similarity": level.similarity.round(6).tolist()}
+        for name in cog.levels:
+            levels[name] = functools.partial(_cog_mini_level, cog, root, name)
     else:
         folder = Path(data)
         if not folder.is_dir():
             raise FileNotFoundError(f"--data {data!r} is neither cog-mini nor a folder of <wnid>/ image folders")
-        levels = _folder_levels(folder, levels_file)
-        dataset, identity = folder.name, f"{folder.resolve()}:{Path(levels_file).read_text(encoding='utf-8')}"
-    digest = hashlib.sha256(encoder.read_bytes() + identity.encode()).hexdigest()[:10]
-    name = f"{dataset}-{encoder.stem}-{digest}".replace("/", "_")
-    folder = features_root(data_root) / name
-    for level, content in levels.items():
+        groups = _folder_groups(folder, levels_file)
+        dataset = folder.name
+        digest_identity = f"{folder.resolve()}:{Path(levels_file).read_text(encoding='utf-8')}"
+        identity = str(folder.resolve())
+        for name, wnids in groups.items():
+            levels[name] = functools.partial(_folder_level, folder, wnids)
+    digest = hashlib.sha256(encoder.read_bytes() + (identity if data == "cog-mini" else digest_identity).encode())
+    name = f"{dataset}-{encoder.stem}-{digest.hexdigest()[:10]}".replace("/", "_")
+    return FeaturesPlan(name, features_root(data_root) / name, dataset, identity, encoder, levels)
+
+
+def _cog_mini_level(cog, root: Path, name: str) -> dict:
+    """One cog-mini level's content, its images exported to PNG files first if they are not yet."""
+    from lifelong.data.sources.cog_mini import export_folders
+
+    if not (root / name).is_dir():
+        export_folders(cog, root, [name])
+    level = cog.levels[name]
+    splits = {split: _level_files(root / name, level.wnids, split) for split in ("train", "test")}
+    return {"wnids": level.wnids, **splits, "similarity": level.similarity.round(6).tolist()}
+
+
+def _folder_level(data: Path, wnids: list[str]) -> dict:
+    """One level of ImageNet-style concept folders: its concepts scanned and split."""
+    from lifelong.data.sources.concept_folders import scan_concept_folders
+
+    splits = scan_concept_folders(data, wnids=wnids)
+    return {"wnids": splits.wnids, "train": splits.split("train"), "test": splits.split("test")}
+
+
+def extract_levels(
+    plan: FeaturesPlan, levels: list[str], *, threads: int = 1, skip_corrupt: bool = False, overwrite: bool = False
+) -> str:
+    """Extract (or resume, or reuse) the train/test features of `levels` only; return the features set's name.
+
+    Features are a cache keyed by encoder and data: an interrupted extraction continues, a finished one is reused;
+    `overwrite` (--overwrite) extracts these levels again from scratch.
+
+    Without `skip_corrupt` an unreadable image is an error naming it and --skip-corrupt; with it, unreadable images
+    are left out (each listed in its split's manifest.json) and counted in a note.
+    """
+    import json
+
+    from lifelong.core.files import atomic_write_bytes
+    from lifelong.suites.cog import INDEX_FILE, level_label
+    from lifelong.training.features import UnreadableImageError, extract_features
+    from lifelong.training.loop import set_torch_threads
+
+    set_torch_threads(threads)
+    contents = {}
+    for level in levels:
+        content = contents[level] = plan.levels[level]()
         for split in ("train", "test"):
             files, labels = content[split]
-            extract_features(encoder, files, labels, folder / level / split, progress=True)
-    index = {
-        "format": FORMAT,
-        "dataset": dataset,
-        "dataset_identity": identity if data == "cog-mini" else str(Path(data).resolve()),
-        "encoder": {"name": encoder.stem, "file": str(encoder.resolve())},
-        "levels": [
-            {"name": level, "wnids": list(content["wnids"]), "similarity": content.get("similarity")}
-            for level, content in levels.items()
-        ],
-    }
-    atomic_write_bytes(folder / INDEX_FILE, json.dumps(index, indent=1).encode())
-    return name
+            out = plan.folder / level / split
+            try:
+                features = extract_features(
+                    plan.encoder,
+                    files,
+                    labels,
+                    out,
+                    progress=True,
+                    resume=not overwrite,
+                    skip_corrupt=skip_corrupt,
+                    description=f"features {level_label(level)} {split}",
+                )
+            except UnreadableImageError as exc:
+                raise ValueError(
+                    f"{exc}; replace or remove the file, or pass --skip-corrupt to leave unreadable images out"
+                ) from None
+            left_out = features.manifest.get("skipped") or []
+            if left_out:
+                note(
+                    f"{level_label(level)} {split}: {len(left_out)} unreadable image(s) left out (--skip-corrupt); "
+                    f"listed in {out / 'manifest.json'}"
+                )
+    atomic_write_bytes(plan.folder / INDEX_FILE, json.dumps(plan.index(contents), indent=1).encode())
+    return plan.name
 
 
 def pretrain_cog_encoder(
@@ -120,29 +226,70 @@ def pretrain_cog_encoder(
     seed: int,
     threads: int,
     data_root: Path | None,
+    skip_corrupt: bool = False,
+    resume: bool = False,
+    overwrite: bool = False,
 ) -> dict:
-    """Train an encoder on cog-mini's seen training images: supervised (`lifelong.training.pretrain`) or SimCLR."""
+    """Train an encoder on cog-mini's seen training images: supervised (`lifelong.training.pretrain`) or SimCLR.
+
+    An existing `out` (or the OUT.work folder of an interrupted SimCLR training) needs `resume` (keep a finished
+    encoder, continue an interrupted one) or `overwrite` (delete both and train again).
+    """
     from lifelong.commands.pretraining import pretrain_command as supervised
+    from lifelong.core.suggest import did_you_mean
     from lifelong.training.encoders import save_encoder, untrained_encoder
     from lifelong.training.loop import set_torch_threads
+    from lifelong.training.models import ARCHITECTURES
     from lifelong.training.ssl import pretrain_simclr
 
-    if kind not in ("supervised", "simclr", "random"):
-        raise ValueError(f"--kind must be supervised, simclr or random, got {kind!r}")
+    kinds = ("supervised", "simclr", "random")
+    if kind not in kinds:
+        raise ValueError(f"unknown --kind {kind!r}{did_you_mean(kind, kinds)}; choose supervised, simclr or random")
+    if architecture not in ARCHITECTURES:
+        raise ValueError(
+            f"unknown --architecture {architecture!r}{did_you_mean(architecture, ARCHITECTURES)}; choose among "
+            f"{', '.join(sorted(ARCHITECTURES))}"
+        )
+    workdir = out.with_name(out.name + ".work")
+    if overwrite:
+        import shutil
+
+        out.unlink(missing_ok=True)
+        shutil.rmtree(workdir, ignore_errors=True)
+    elif out.exists():
+        if not resume:
+            raise FileExistsError(
+                f"{out} exists; pass --resume to keep it (a finished encoder is not trained again), --overwrite to "
+                "train it again, or --out to write elsewhere"
+            )
+        from lifelong.training.encoders import load_encoder
+
+        note(f"{out} is already trained; kept (--overwrite trains it again)")
+        return {"encoder": str(out), "kind": kind, "feature_dim": load_encoder(out).feature_dim, "trained": "before"}
+    elif workdir.exists() and not resume:
+        raise FileExistsError(
+            f"{workdir} holds an interrupted training; pass --resume to continue it, --overwrite to start over"
+        )
     if kind == "random":
         checkpoint = untrained_encoder(architecture, resolution=resolution, seed=seed)
         save_encoder(checkpoint, out)
         return {"encoder": str(out), "kind": kind, "epochs": 0, "feature_dim": checkpoint.feature_dim, "seed": seed}
-    cog, root = _cog_mini_folders(data_root)
+    cog, root = _cog_mini_folders(data_root, levels=["seen"])
     seen = cog.levels["seen"]
     if kind == "supervised":
         source = f"folder:{root / 'seen' / 'train'}"
         summary = supervised(
-            source, out, architecture=architecture, epochs=epochs, resolution=resolution, seed=seed, threads=threads
+            source,
+            out,
+            architecture=architecture,
+            epochs=epochs,
+            resolution=resolution,
+            seed=seed,
+            threads=threads,
+            options={"skip_corrupt": True} if skip_corrupt else None,
         )
         return {**summary, "encoder": str(out), "kind": kind, "images": len(seen.train_labels)}
     set_torch_threads(threads)
-    workdir = out.with_name(out.name + ".work")
     with_bar = progress_bar_for(epochs)
     with with_bar as bar:
         checkpoint = pretrain_simclr(

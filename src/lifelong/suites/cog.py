@@ -25,6 +25,7 @@ import numpy as np
 
 from lifelong.core.datasets import ArrayDataset
 from lifelong.core.streams import Stream, StreamTask, TaskSplits
+from lifelong.core.suggest import did_you_mean
 from lifelong.core.tasks import TaskKey, TaskKind
 from lifelong.data.feature_files import FeatureFileError, load_features
 from lifelong.data.roots import resolve_data_root
@@ -101,10 +102,10 @@ def parse_shots(shots: str | int | Sequence[str | int] | None) -> list[int | Non
         except ValueError:
             value = 0
         if value < 1:
-            raise ValueError(f"shots {text!r} is neither 'all' nor a positive integer; give e.g. shots=all,1,2,4,8")
+            raise ValueError(f"shots {text!r} is neither 'all' nor a positive integer; give e.g. all,1,2,4,8")
         out.append(value)
     if len(set(out)) != len(out):
-        raise ValueError(f"shots {items} repeat a value; give each once")
+        raise ValueError(f"shots {','.join(str(i) for i in items)} repeat a value; give each once")
     return out
 
 
@@ -114,15 +115,29 @@ def level_name(value: str | int) -> str:
     return f"L{text}" if text.isdigit() else text
 
 
+def level_label(level: str) -> str:
+    """How a level reads in progress bars and messages: 'L1' -> 'level 1', 'seen' -> 'seen'."""
+    return f"level {level[1:]}" if level[:1] == "L" and level[1:].isdigit() else level
+
+
+def _typed(level: str) -> str:
+    """'L1' -> '1' (as `--levels` takes it); other names as they are."""
+    return level[1:] if level[:1] == "L" and level[1:].isdigit() else level
+
+
 def parse_levels(levels: str | Sequence[str | int] | None, known: Sequence[str]) -> list[str]:
-    """'seen,1,2' (or a list) -> ['seen', 'L1', 'L2'], checked against the features set's levels."""
+    """'seen,1,2' (or a list) -> ['seen', 'L1', 'L2'], checked against the known levels (unknown: did you mean)."""
     if levels is None:
         return list(known)
     items = levels.split(",") if isinstance(levels, str) else list(levels)
     names = [level_name(item) for item in items if str(item).strip()]
-    unknown = [n for n in names if n not in known]
-    if unknown or not names:
-        raise ValueError(f"level(s) {unknown or levels!r} not in this features set; choose among {list(known)}")
+    typed = [_typed(k) for k in known]  # as a user types them: seen, 1, 2, ...
+    if not names:
+        raise ValueError(f"no level given; choose among {', '.join(typed)}")
+    for name in names:
+        if name not in known:
+            word = _typed(name)
+            raise ValueError(f"unknown level {word!r}{did_you_mean(word, typed)}; choose among {', '.join(typed)}")
     return list(dict.fromkeys(names))
 
 
@@ -150,12 +165,18 @@ def cog_stream(
     index = read_index(folder)
     by_name = {level["name"]: level for level in index["levels"]}
     tasks = []
-    chosen, counts = parse_levels(levels, list(by_name)), parse_shots(shots)
+    try:
+        chosen = parse_levels(levels, list(by_name))
+    except ValueError as exc:
+        raise ValueError(f"{exc} (the set's levels; `lifelong cog run --levels` extracts others)") from None
+    counts = parse_shots(shots)
     for level in chosen:
         wnids = tuple(by_name[level]["wnids"])
         for count in counts:
             meta = {"suite": "cog", "level": level, "shots": count, "features": str(folder)}
-            key = TaskKey(task_name(level, count), TaskKind.MULTI_CLASS, len(wnids), wnids, domain="cog", metadata=meta)
+            key = TaskKey(
+                task_name(level, count), TaskKind.MULTI_CLASS, len(wnids), wnids, domain="object", metadata=meta
+            )
             tasks.append(StreamTask(key, _loader(folder, level, key), source=f"{folder}/{level}"))
     metadata = {
         "suite": "cog",

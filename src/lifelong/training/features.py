@@ -7,7 +7,8 @@ format, and `load_features` that reads it without torch, live in `lifelong.data.
 
 The manifest is rewritten atomically after each batch's rows are flushed, so a killed run resumes at the first
 unfinished batch; with the same batch size the batches are the same and the features bit-identical. Unreadable
-images are skipped: later rows move up, labels stay aligned, and the manifest lists each file with its reason.
+images are skipped (`skip_corrupt=True`, the default): later rows move up, labels stay aligned, and the manifest
+lists each file with its reason; with `skip_corrupt=False` the first one is an UnreadableImageError instead.
 """
 
 from __future__ import annotations
@@ -119,7 +120,7 @@ def _npy_header(path: Path) -> tuple[tuple[int, ...], np.dtype, int, tuple[int, 
         else:
             shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
         if fortran:
-            raise FeatureFileError(f"{path} is Fortran-ordered; extract again with resume=False")
+            raise FeatureFileError(f"{path} is Fortran-ordered; delete the folder and extract again")
         return tuple(shape), dtype, f.tell(), version
 
 
@@ -136,7 +137,7 @@ def _set_rows(path: Path, rows: int) -> None:
         text = f"{{'descr': {descr!r}, 'fortran_order': False, 'shape': {(rows, shape[1])!r}, }}"
         room = offset - prefix
         if len(text) >= room:
-            raise FeatureFileError(f"cannot rewrite the header of {path} in place; extract again with resume=False")
+            raise FeatureFileError(f"cannot rewrite the header of {path} in place; delete the folder and extract again")
         with open(path, "r+b") as f:
             f.seek(prefix)
             f.write((text.ljust(room - 1) + "\n").encode("latin1"))
@@ -183,17 +184,17 @@ def _start(out: Path, settings: dict, inputs: bytes, resume: bool) -> dict[str, 
         if differs:
             raise FeatureFileError(
                 f"{out} holds features of other inputs or settings (differs in: {', '.join(differs)}); "
-                "choose another output folder, or pass resume=False to overwrite it"
+                "choose another output folder, or delete this one and extract again"
             )
         features = out / FEATURES_FILE
         if not features.is_file():
-            raise FeatureFileError(f"{manifest_path} exists but {features} is missing; extract again with resume=False")
+            raise FeatureFileError(f"{manifest_path} exists but {features} is missing; delete {out} and extract again")
         shape, dtype, _, _ = _npy_header(features)
         count, dim = settings["inputs"]["count"], settings["feature_dim"]
         if dtype != np.dtype(settings["dtype"]) or shape[1:] != (dim,) or shape[0] not in (count, manifest["rows"]):
             raise FeatureFileError(
                 f"{features} has shape {shape} {dtype}, expected ({count}, {dim}) {settings['dtype']}; "
-                "extract again with resume=False"
+                f"delete {out} and extract again"
             )
         return manifest
     out.mkdir(parents=True, exist_ok=True)
@@ -221,12 +222,34 @@ def _embed(encoder: Encoder, images: np.ndarray, device: torch.device, dtype: st
     return out.to(getattr(torch, dtype)).cpu().numpy()
 
 
-def _decode(path: str, side: int) -> np.ndarray | str:
-    """The prepared image, or why it cannot be read."""
+class UnreadableImageError(CorruptImageError):
+    """An image that cannot be read while unreadable images are not to be skipped; `file` and `reason` say which."""
+
+    def __init__(self, file: str, reason: str) -> None:
+        super().__init__(f"cannot read image {file!r}: {reason}")
+        self.file, self.reason = file, reason
+
+
+def _decode(path: str, side: int) -> np.ndarray | BaseException:
+    """The prepared image, or the error that says why it cannot be read."""
     try:
         return load_square(path, side)
     except (CorruptImageError, FileNotFoundError) as exc:
-        return f"{type(exc).__name__}: {exc}"
+        return exc
+
+
+def _reason(exc: BaseException) -> str:
+    """Why an image is unreadable, for the manifest."""
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _plain_reason(exc: BaseException) -> str:
+    """Why an image is unreadable, without the decoder's advice (the caller says what to do)."""
+    if isinstance(exc, CorruptImageError) and exc.__cause__ is not None:
+        return str(exc.__cause__) or type(exc.__cause__).__name__
+    if isinstance(exc, FileNotFoundError):
+        return "file not found"
+    return str(exc)
 
 
 def extract_features(
@@ -242,13 +265,18 @@ def extract_features(
     progress: bool | ProgressUpdate = False,
     device: str | torch.device | None = None,
     workers: int | None = None,
+    skip_corrupt: bool = True,
+    description: str | None = None,
 ) -> Features:
     """Penultimate, L2-normalised features of `files` into `out_dir` (see the module doc); returns `load_features`.
 
     `encoder`: an Encoder or a spec `load_encoder` reads (our checkpoints, TorchScript, 'package.module:factory').
     `resolution`: the side S (default: the encoder's). `resume`: continue a matching folder (a finished one is
     returned as is); False starts over. `progress`: True for a bar, or a function called like the bar's update
-    after each committed batch. `device`: default the current accelerator's. `workers`: decoding threads (default <= 8).
+    after each committed batch; `description` names the bar (default: `features <out_dir name>`). `device`: default
+    the current accelerator's. `workers`: decoding threads (default <= 8). `skip_corrupt`: leave unreadable images
+    out (listed in the manifest); False raises UnreadableImageError for the first one, also for a folder that
+    already left some out.
     """
     if dtype not in DTYPES:
         raise ValueError(f"dtype must be one of {DTYPES}, got {dtype!r}")
@@ -269,6 +297,9 @@ def extract_features(
     settings = _settings(identity, side, dtype, hashlib.sha256(inputs).hexdigest(), len(files))
     out = Path(out_dir)
     manifest = _start(out, settings, inputs, resume)
+    if manifest["skipped"] and not skip_corrupt:
+        first = manifest["skipped"][0]
+        raise UnreadableImageError(first["file"], f"{first['reason']} (left out by an earlier extraction into {out})")
     if manifest["complete"]:
         return load_features(out)
     manifest["batch_size"] = batch_size
@@ -288,6 +319,8 @@ def extract_features(
             device=device,
             progress=progress,
             workers=workers,
+            skip_corrupt=skip_corrupt,
+            description=description or f"features {out.name}",
         )
     finally:
         encoder.train(was_training)
@@ -307,6 +340,8 @@ def _run_batches(
     device: torch.device,
     progress: bool | ProgressUpdate,
     workers: int | None,
+    skip_corrupt: bool,
+    description: str,
 ) -> None:
     """Extract the batches not yet done, committing each (rows flushed, then the manifest) before the next."""
     path = out / FEATURES_FILE
@@ -316,7 +351,7 @@ def _run_batches(
     bar = (
         contextlib.nullcontext(progress)
         if callable(progress)
-        else progress_bar(bool(progress), len(files), done=manifest["files_done"], description=f"features {out.name}")
+        else progress_bar(bool(progress), len(files), done=manifest["files_done"], description=description)
     )
     with bar as update, ThreadPoolExecutor(max(1, threads)) as pool:
 
@@ -326,14 +361,18 @@ def _run_batches(
         pending = submit(starts[0]) if starts else []
         for k, start in enumerate(starts):
             decoded = [future.result() for future in pending]
+            if not skip_corrupt:  # before this batch is committed: a rerun with --skip-corrupt resumes here
+                for i, image in enumerate(decoded):
+                    if not isinstance(image, np.ndarray):
+                        raise UnreadableImageError(files[start + i], _plain_reason(image))
             pending = submit(starts[k + 1]) if k + 1 < len(starts) else []  # decode ahead while the encoder runs
             kept = [image for image in decoded if isinstance(image, np.ndarray)]
             block = _embed(encoder, _stack(kept), device, dtype) if kept else np.zeros((0, 0))
             _write_rows(path, data_offset, manifest["rows"], block)
             manifest["skipped"] += [
-                {"index": start + i, "file": files[start + i], "reason": reason}
-                for i, reason in enumerate(decoded)
-                if isinstance(reason, str)
+                {"index": start + i, "file": files[start + i], "reason": _reason(error)}
+                for i, error in enumerate(decoded)
+                if not isinstance(error, np.ndarray)
             ]
             manifest["rows"] += len(kept)
             manifest["files_done"] = start + len(decoded)
@@ -356,8 +395,8 @@ def _finish(out: Path, manifest: dict[str, Any], labels: np.ndarray) -> None:
     row_labels = labels[kept]
     if len(row_labels) != manifest["rows"]:
         raise FeatureFileError(
-            f"{out}: {manifest['rows']} rows written but {len(row_labels)} readable inputs; extract again with "
-            "resume=False"
+            f"{out}: {manifest['rows']} rows written but {len(row_labels)} readable inputs; delete the folder and "
+            "extract again"
         )
     buffer = io.BytesIO()
     np.save(buffer, row_labels)

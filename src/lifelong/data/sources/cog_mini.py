@@ -327,8 +327,11 @@ def _level_bytes(level: CogMiniLevel) -> bytes:
 
 
 def _read_level(path: Path, meta: dict) -> CogMiniLevel:
-    with np.load(path) as arrays:
-        data = {k: arrays[k] for k in arrays.files}
+    try:
+        with np.load(path) as arrays:
+            data = {k: arrays[k] for k in arrays.files}
+    except (OSError, ValueError, KeyError) as exc:  # numpy's message would suggest allow_pickle
+        raise ValueError(f"cannot read the cached cog-mini level {path} (damaged); delete it to rebuild it") from exc
     names = {k: tuple(meta[k]) for k in ("wnids", "synsets", "codepoints")}
     return CogMiniLevel(name=meta["name"], **names, **data)
 

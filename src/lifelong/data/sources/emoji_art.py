@@ -12,7 +12,7 @@ CC-BY-SA 4.0 (openmoji.org); anything published with images made from them must 
 OpenMoji-derived images alike). They are read at run time from the installed packages, never shipped here.
 
 Every rendering is cropped to its drawing, centred on a white square with a small margin and resized, so
-styles share a scale. Install everything with `scripts/install-cog-mini.sh`.
+styles share a scale. Install everything with `lifelong cog install-art` (in a clone: scripts/install-cog-mini.sh).
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-INSTALL_SCRIPT = "scripts/install-cog-mini.sh"
+INSTALL_COMMAND = "lifelong cog install-art"  # what every "not installed" message names (lifelong.commands.cog_install)
+INSTALL_SCRIPT = INSTALL_COMMAND  # the older name; scripts/install-cog-mini.sh runs this command
 EMOJI_DIR_ENV = "LIFELONG_EMOJI_DIR"
 FONT_DIR_ENV = "LIFELONG_EMOJI_FONTS"
 STYLES = ("noto", "symbola", "twemoji", "openmoji", "openmoji-black")
@@ -105,6 +106,13 @@ def font_dirs() -> list[Path]:
     dirs = [os.environ.get(FONT_DIR_ENV), "/usr/share/fonts", "/usr/local/share/fonts"]
     dirs += [str(Path.home() / ".local/share/fonts"), str(Path.home() / ".fonts")]
     return [Path(d) for d in dirs if d]
+
+
+def default_emoji_dir() -> Path:
+    """Where `lifelong cog install-art` puts the npm packages: $LIFELONG_EMOJI_DIR, else the user's cache folder."""
+    if os.environ.get(EMOJI_DIR_ENV):
+        return Path(os.environ[EMOJI_DIR_ENV]).expanduser()
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "lifelong" / "emoji"
 
 
 def emoji_dirs(emoji_dir: str | os.PathLike | None = None) -> list[Path]:
@@ -199,8 +207,8 @@ class EmojiArt:
         what = "; ".join(f"{f}: {HOW_TO_INSTALL[f]}" for f in families)
         looked = ", ".join(str(p) for p in self._searched["fonts"] + self._searched["npm"])
         raise EmojiArtMissingError(
-            f"emoji style(s) {missing} are not installed ({what}); looked in {looked}. Install them all with "
-            f"`{INSTALL_SCRIPT}`, or point ${EMOJI_DIR_ENV} (npm packages) / ${FONT_DIR_ENV} (fonts) at them"
+            f"emoji style(s) {', '.join(missing)} are not installed ({what}); looked in {looked}. Install them all "
+            f"with `{INSTALL_COMMAND}`, or point ${EMOJI_DIR_ENV} (npm packages) / ${FONT_DIR_ENV} (fonts) at them"
         )
 
     def source_id(self, style: str) -> str:

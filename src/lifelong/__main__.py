@@ -1,0 +1,5 @@
+"""`python -m lifelong ...`: the `lifelong` command with this interpreter (scripts/install-cog-mini.sh uses it)."""
+
+from lifelong.cli import app
+
+app(prog_name="lifelong")
