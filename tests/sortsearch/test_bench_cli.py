@@ -116,10 +116,10 @@ def test_status_and_add_model_show_the_best_estimate_inside_its_interval(importe
     assert newcomer["kind"] == "estimated" and newcomer["low"] <= newcomer["accuracy"] <= newcomer["high"]
     assert newcomer["threshold_accuracy"] is not None and newcomer["row_accuracy"] is not None
     assert f"estimated accuracy {newcomer['accuracy']:.4f}" in added.output
-    assert f"{newcomer['low']:.4f}-{newcomer['high']:.4f}" in added.output
+    assert f"interval {newcomer['low']:.4f}-{newcomer['high']:.4f}" in added.output
 
 
-def test_tables_fold_instead_of_truncating_at_80_columns(imported, monkeypatch):
+def test_status_fits_80_columns_and_never_breaks_a_name(imported, monkeypatch):
     from rich.console import Console
 
     import lifelong.commands.bench as bench
@@ -128,16 +128,41 @@ def test_tables_fold_instead_of_truncating_at_80_columns(imported, monkeypatch):
     monkeypatch.setattr(bench, "console", Console(width=80))
     result = invoke("status", store, "--top", 3)
     assert result.exit_code == 0
-    assert "…" not in result.output and max(len(line) for line in result.output.splitlines()) <= 80
-    names = "".join(line.split("│")[2].strip() for line in result.output.splitlines() if line.startswith("│"))
-    assert names.count("-resnet_mini16-e4-n4000-aug-lr0.25-a-long-model-name") == 3  # folded, not cut
+    lines = result.output.splitlines()
+    assert "…" not in result.output and max(len(line) for line in lines) <= 80
+    assert lines[0] == str(store) and lines[1].startswith("  20 models x 300 samples, 100.00% of cells observed")
+    named = [line for line in lines if "-a-long-model-name" in line]  # each name whole, on one line
+    assert len(named) == 3 and all(line.split()[-1].startswith("m00") for line in named)
+    assert "None" not in result.output and "top 3 of 20" in result.output
+
+
+def test_status_puts_short_names_on_the_same_line_as_their_numbers(tmp_path, monkeypatch):
+    from rich.console import Console
+
+    import lifelong.commands.bench as bench
+
+    truth = planted()
+    np.save(tmp_path / "matrix.npy", truth[:5])
+    write_samples(tmp_path / "samples.csv", 300)
+    store = tmp_path / "store"
+    assert (
+        invoke("import", store, "--matrix", tmp_path / "matrix.npy", "--samples", tmp_path / "samples.csv").exit_code
+        == 0
+    )
+    monkeypatch.setattr(bench, "console", Console(width=80))
+    lines = invoke("status", store).output.splitlines()
+    rows = [line.split() for line in lines if line.split() and line.split()[0].isdigit() and "model-" in line]
+    assert len(rows) == 5 and all(r[1].startswith("model-") and r[3] == "exact" and r[-1] == "100.0%" for r in rows)
+    accuracies = [float(r[2]) for r in rows]
+    assert accuracies == sorted(accuracies, reverse=True)
+    assert sorted(accuracies) == sorted(round(float(a), 4) for a in truth[:5].mean(axis=1))
 
 
 def test_an_empty_store_is_a_reported_state(tmp_path):
     store = tmp_path / "store"
     assert invoke("create", store).exit_code == 0
     result = invoke("status", store)
-    assert result.exit_code == 0 and result.output.strip() == f"{store}: empty store (0 samples, 0 models)"
+    assert result.exit_code == 0 and result.output.strip() == f"{store}: empty store (0 models x 0 samples)"
     assert json.loads(invoke("status", store, "--json").output)["leaderboard"] == []  # valid JSON (no NaN)
     checked = invoke("check", store)
     assert checked.exit_code == 0 and "empty store" in checked.output
@@ -158,9 +183,13 @@ def test_a_killed_import_leaves_no_store_and_a_new_import_succeeds(tmp_path):
         "app(sys.argv[1:])\n"
     )
     assert subprocess.run([sys.executable, "-c", script, *args], timeout=120).returncode == -9
-    assert not store.exists()
+    assert not store.exists() and (tmp_path / "store.work").is_dir()  # the work folder beside it, for --resume
     again = invoke(*args[1:])
-    assert again.exit_code == 0 and "interrupted import" in again.stderr  # a note on the leftover staging folder
+    assert again.exit_code == 2 and "store.work holds an interrupted import" in again.stderr
+    assert "--resume" in again.stderr and "--overwrite" in again.stderr
+    again = invoke(*args[1:], "--resume")
+    assert again.exit_code == 0, again.output
+    assert not (tmp_path / "store.work").exists()  # removed on success
     assert invoke("check", store).exit_code == 0
     assert json.loads(invoke("status", store, "--json").output)["m"] == 30
     # `bench create X` then `bench import X` fills the empty store
@@ -175,7 +204,7 @@ def test_add_model_checks_result_sizes_against_the_plan_and_the_store(imported, 
     assert result.exit_code == 2 and "holds 100 outcomes but" in result.stderr and "--budget 100" in result.stderr
     np.save(tmp_path / "two.npy", truth[20:22])
     result = invoke("add-model", store, "--name", "x", "--results", tmp_path / "two.npy")
-    assert result.exit_code == 2 and "shape (2, 300)" in result.stderr and "ONE model" in result.stderr
+    assert result.exit_code == 2 and "2-D array 2 x 300" in result.stderr and "ONE model" in result.stderr
     result = invoke("add-model", store, "--name", "x", "--results", tmp_path / "short.npy", "--budget", 30)
     assert result.exit_code == 2 and "100 outcomes but --budget 30" in result.stderr
     np.save(tmp_path / "full.npy", truth[26])
@@ -199,29 +228,6 @@ def test_beyond_takes_a_ranking_and_a_held_out_matrix(tmp_path):
     assert {r["sampling"] for r in out["coverage"]} == {"uniform", "random"}
 
 
-def test_build_zoo_says_on_the_terminal_when_it_falls_back_to_letters(tmp_path, monkeypatch):
-    import functools
-
-    import lifelong.sortsearch.zoo as zoo
-    from lifelong.sortsearch.zoo_models import ZooSpace
-
-    real = zoo.load_source
-
-    def no_fashion(spec, **options):
-        if spec == "fashion-mnist":
-            raise FileNotFoundError("no Fashion-MNIST files here")
-        return real(spec, **options)
-
-    tiny = ZooSpace(widths={"mlp": (16,), "cnn": (4,), "resnet_mini": (2,)}, train_sizes=(48,), max_epochs=1)
-    monkeypatch.setattr(zoo, "load_source", no_fashion)
-    monkeypatch.setattr(zoo, "ZooSettings", functools.partial(zoo.ZooSettings, space=tiny))
-    result = invoke("build-zoo", tmp_path / "zoo", "--models", 1, "--test-samples", 20, "--corruptions", "")
-    assert result.exit_code == 0, result.output
-    note = next(line for line in result.stderr.splitlines() if line.startswith("note:"))
-    assert "fashion-mnist not found" in note and "builtin:letters" in note
-    assert any("builtin:letters" in n for n in json.loads((tmp_path / "zoo" / "zoo.json").read_text())["notes"])
-
-
 BAD_INPUTS = [
     (("status", "{tmp}/nowhere"), "no benchmark store at"),
     (("status", "{tmp}/not-a-store"), "not a readable benchmark store"),
@@ -239,7 +245,7 @@ BAD_INPUTS = [
             "--models",
             "{tmp}/bad.csv",
         ),
-        "lacks the column(s) ['name']",
+        "lacks the column(s) name",
     ),
     (("import", "{tmp}/new", "--matrix", "{tmp}/samples.csv", "--samples", "{tmp}/samples.csv"), "samples.csv"),
     (("add-model", "{store}", "--name", "x", "--results", "{tmp}/nowhere.csv"), "no such results file"),

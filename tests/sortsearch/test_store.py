@@ -191,7 +191,7 @@ def test_check_finds_planted_problems(store):
         "zarr.abc.partial: left by an interrupted write",
         "estimated row of model 7 names no registered model",
         "meta n = 40 but table samples has 10 rows",
-        "correct is uint8 of shape (2, 2), but the registry needs uint8 with at least (2, 5)",
+        "correct is uint8 with 2 rows x 2 bytes, but the registry needs uint8 with at least 2 rows x 5 bytes",
     ]:
         assert expected in problems
 
@@ -279,9 +279,20 @@ def test_building_replaces_an_empty_store_but_never_a_filled_one(tmp_path):
         store.add_samples(_records("s", 2))
     with BenchStore.open(tmp_path / "empty") as store:
         assert store.size() == (2, 0)
-    with pytest.raises(FileExistsError, match="already holds a store with 2 samples"):
+    with pytest.raises(FileExistsError, match="already holds a store with 0 models x 2 samples"):
         with BenchStore.building(tmp_path / "empty", replace_empty=True) as store:
             store.add_samples(_records("t", 5))
     with BenchStore.open(tmp_path / "empty") as store:
         assert store.size() == (2, 0)
     assert not list(tmp_path.glob(".*.partial"))
+    with BenchStore.building(tmp_path / "empty", replace=True) as store:  # asked to: replaced when complete
+        store.add_samples(_records("t", 5))
+    with BenchStore.open(tmp_path / "empty") as store:
+        assert store.size() == (5, 0)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty"]  # the old store is gone, no leftovers
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("mine")
+    with pytest.raises(FileExistsError, match="not a benchmark store"):
+        with BenchStore.building(tmp_path / "other", replace=True) as store:
+            pass
+    assert (tmp_path / "other" / "notes.txt").read_text() == "mine"

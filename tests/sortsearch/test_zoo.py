@@ -110,7 +110,7 @@ def test_corruptions_change_images_deterministically_and_keep_labels(tmp_path: P
     for rows in by_domain.values():  # the same items with the same labels, but other pixels
         assert [r["label"] for r in rows] == [r["label"] for r in by_domain["clean"]]
         assert [r["source_item"] for r in rows] == [r["source_item"] for r in by_domain["clean"]]
-    assert not {r["hash"] for r in by_domain["clean"]} & {r["hash"] for r in by_domain["rotation-1"]}
+    assert not {r["content_hash"] for r in by_domain["clean"]} & {r["content_hash"] for r in by_domain["rotation-1"]}
 
 
 def test_model_configurations_vary_and_depend_on_seed_and_id_only() -> None:
@@ -122,18 +122,19 @@ def test_model_configurations_vary_and_depend_on_seed_and_id_only() -> None:
     assert len({s.name for s in specs}) == 100
 
 
-def test_missing_fashion_mnist_falls_back_to_letters(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    def no_fashion(spec: str, **options):
-        if spec == "fashion-mnist":
-            raise FileNotFoundError("Fashion-MNIST not found")
-        return load_source(spec, **options)
-
-    monkeypatch.setattr(zoo, "load_source", no_fashion)
+def test_missing_fashion_mnist_is_an_error_unless_a_fallback_is_asked_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("lifelong.data.sources.idx.FASHION_MNIST_DIRS", (tmp_path / "nowhere",))
     space = ZooSpace(widths=TINY.widths, train_sizes=(20,), max_epochs=1)
-    summary = build_zoo(
-        tmp_path / "zoo", n_models=1, source="fashion-mnist", n_test=20, corruptions=(), space=space, progress=False
-    )
+    options = {"n_models": 1, "source": "fashion-mnist", "n_test": 20, "corruptions": (), "space": space}
+    with pytest.raises(FileNotFoundError, match="apt-get install dataset-fashion-mnist"):
+        build_zoo(tmp_path / "zoo", progress=False, **options)
+    assert not (tmp_path / "zoo").exists()
+    summary = build_zoo(tmp_path / "zoo", progress=False, fallback_source="builtin:letters", **options)
     assert summary["source"] == SOURCE and "builtin:letters" in summary["notes"][0]
+    recorded = json.loads((tmp_path / "zoo" / "zoo.json").read_text())["settings"]
+    assert recorded["source"] == SOURCE and recorded["requested_source"] == "fashion-mnist"  # what ran, and why
     assert summary["settings"]["flip"] is False  # mirrored letters change class
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 from collections.abc import Sequence
@@ -11,9 +10,13 @@ from typing import Any
 
 import numpy as np
 
-from lifelong.sortsearch.experiment import load_confidence, load_matrix, run_experiment
+from lifelong.commands.terminal import note
+from lifelong.core.suggest import did_you_mean
+from lifelong.sortsearch.experiment import SORTS, load_confidence, load_matrix, matrix_size, run_experiment
 from lifelong.sortsearch.intervals import interval_coverage
 from lifelong.sortsearch.rankings import RANKING_METHODS, compare_rankings
+from lifelong.sortsearch.samples_csv import read_samples_csv
+from lifelong.sortsearch.search import SAMPLING_METHODS
 
 
 def format_table(results: Sequence[dict[str, Any]]) -> str:
@@ -28,14 +31,34 @@ def format_table(results: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def _parse_budgets(budgets: str | Sequence[int]) -> list[int]:
-    """Budgets from a comma-separated string ("8,16,32") or a sequence of ints."""
-    if isinstance(budgets, str):
-        try:
-            return [int(b) for b in budgets.replace(" ", "").split(",") if b]
-        except ValueError as err:
-            raise ValueError(f"budgets must be comma-separated integers like 8,16,32; got {budgets!r}") from err
-    return list(budgets)
+def parse_budgets(budgets: str | Sequence[int]) -> list[int]:
+    """Budgets from a comma-separated string ("8,32,300"), a geometric run ("8,16,...,16384": each term the previous
+    times b/a up to z, exactly), or a sequence of ints."""
+    if not isinstance(budgets, str):
+        return list(budgets)
+    words = [w.strip() for w in budgets.split(",") if w.strip()]
+    form = "comma-separated integers like 8,32,300, or a geometric run like 8,16,...,16384"
+    try:
+        if "..." not in words:
+            return [int(w) for w in words]
+        dots = words.index("...")
+        head, tail = [int(w) for w in words[:dots]], [int(w) for w in words[dots + 1 :]]
+    except ValueError:
+        raise ValueError(f"budgets must be {form}; got {budgets!r}") from None
+    if words.count("...") != 1 or len(head) < 2 or len(tail) != 1 or head[0] < 1:
+        raise ValueError(f"budgets must be {form} (two or more terms, '...', the last term); got {budgets!r}")
+    ratio, rest = divmod(head[1], head[0])
+    if rest or ratio < 2 or any(b != head[0] * ratio**i for i, b in enumerate(head)):
+        raise ValueError(f"budgets {budgets!r}: the terms before '...' must grow by a whole factor, as 8,16,... does")
+    out = list(head)
+    while out[-1] < tail[0]:
+        out.append(out[-1] * ratio)
+    if out[-1] != tail[0]:
+        raise ValueError(
+            f"budgets {budgets!r}: a geometric run must end on one of its terms, and {tail[0]} is not reached from "
+            f"{head[0]} by factors of {ratio}"
+        )
+    return out
 
 
 def experiment_command(
@@ -49,13 +72,35 @@ def experiment_command(
     as_json: bool = False,
 ) -> list[dict[str, Any]]:
     """`lifelong bench experiment`: load and validate the .npy matrices, run, print a table (or JSON), return rows."""
+    if sort not in SORTS:
+        raise ValueError(f"unknown --sort {sort!r}{did_you_mean(sort, SORTS)}; choose {', '.join(SORTS)}")
+    if sampling not in SAMPLING_METHODS:
+        choices = " or ".join(SAMPLING_METHODS)
+        raise ValueError(f"unknown --sampling {sampling!r}{did_you_mean(sampling, SAMPLING_METHODS)}; choose {choices}")
+    if sort == "confidence" and rank_confidence_path is None:
+        raise ValueError(
+            "--sort confidence needs --rank-confidence FILE: the ranking models' true-class probabilities "
+            "(a .npy of the --rank matrix's shape, e.g. a zoo's confidence.npy)"
+        )
+    budget_list = parse_budgets(budgets)
     rank = load_matrix(rank_path)
     evaluate = load_matrix(eval_path)
+    shared, axis = ("models", 0) if transpose else ("samples", 1)
+    if rank.shape[axis] != evaluate.shape[axis]:
+        raise ValueError(
+            f"--rank {rank_path} has {rank.shape[axis]} {shared} but --eval {eval_path} has {evaluate.shape[axis]}: "
+            f"{'with --transpose ' if transpose else ''}both matrices must cover the same {shared}"
+        )
     confidence = load_confidence(rank_confidence_path) if rank_confidence_path is not None else None
+    if confidence is not None and confidence.shape != rank.shape:
+        raise ValueError(
+            f"--rank-confidence {rank_confidence_path} is {matrix_size(confidence.shape)} but --rank is "
+            f"{matrix_size(rank.shape)}: give one probability per cell of --rank"
+        )
     results = run_experiment(
         rank,
         evaluate,
-        budgets=_parse_budgets(budgets),
+        budgets=budget_list,
         sort=sort,
         sampling=sampling,
         rank_confidence=confidence,
@@ -66,25 +111,18 @@ def experiment_command(
         clean = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()} for r in results]
         print(json.dumps(clean, indent=2))
     else:
-        what = "models (m')" if transpose else "samples (n')"
-        print(f"Sort & Search: rank {rank.shape}, evaluate {evaluate.shape}, sort={sort}, sampling={sampling}, {what}")
+        what = "models inserted per sample (m')" if transpose else "samples evaluated per model (n')"
+        print(f"Sort & Search experiment: sort {sort}, sampling {sampling}")
+        print(f"rank:     {matrix_size(rank.shape)}")
+        print(f"evaluate: {matrix_size(evaluate.shape)}")
+        print(f"budget:   {what}")
         print(format_table(results))
     return results
 
 
 def _domains_from_csv(path: str | Path, n: int) -> np.ndarray:
-    """The domain label of every sample, from a samples.csv with a `domain` column (one row per matrix column)."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such samples CSV")
-    with path.open(newline="") as handle:
-        reader = csv.DictReader(handle)
-        if "domain" not in (reader.fieldnames or []):
-            raise ValueError(f"{path} has no `domain` column (columns: {reader.fieldnames})")
-        labels = [row["domain"] for row in reader]
-    if len(labels) != n:
-        raise ValueError(f"{path}: {len(labels)} samples listed but the matrix has {n} columns")
-    return np.asarray(labels)
+    """The domain label of every sample, from a samples CSV with a `domain` column (one row per matrix column)."""
+    return np.asarray([row["domain"] for row in read_samples_csv(path, require=("domain",), n=n)])
 
 
 def beyond_command(
@@ -108,7 +146,7 @@ def beyond_command(
         A = np.asarray(load_matrix(matrix_path))
         perm = np.random.default_rng(split_seed).permutation(A.shape[0])
         rank_ids, eval_ids = np.sort(perm[: A.shape[0] // 2]), np.sort(perm[A.shape[0] // 2 :])
-        where = f"matrix {A.shape}, split seed {split_seed}"
+        where = f"{matrix_path}: {matrix_size(A.shape)}, split with seed {split_seed}"
     elif rank_path is not None and eval_path is not None:
         rank, held = np.asarray(load_matrix(rank_path)), np.asarray(load_matrix(eval_path))
         if rank.shape[1] != held.shape[1]:
@@ -118,19 +156,25 @@ def beyond_command(
             )
         A = np.concatenate([rank, held])
         rank_ids, eval_ids = np.arange(rank.shape[0]), np.arange(rank.shape[0], A.shape[0])
-        where = f"rank {rank.shape} from {rank_path}, held-out {held.shape} from {eval_path}"
+        where = f"ranking {rank_path}: {matrix_size(rank.shape)}\nheld-out {eval_path}: {matrix_size(held.shape)}"
     else:
         raise ValueError("give a matrix to split (matrix_path), or both rank_path and eval_path")
     if rank_ids.size == 0 or eval_ids.size == 0:
         raise ValueError(f"need at least one ranking and one held-out model; got {rank_ids.size} and {eval_ids.size}")
-    budget_list = _parse_budgets(budgets)
+    budget_list = parse_budgets(budgets)
     bad = [b for b in budget_list if not 1 <= b <= A.shape[1]]
     if not budget_list or bad:
-        raise ValueError(f"budgets {bad or budget_list} must be integers in [1, {A.shape[1]}] (the samples)")
+        raise ValueError(
+            f"budgets {', '.join(map(str, bad or budget_list))} must be integers in 1..{A.shape[1]} (the samples)"
+        )
     method_list = [m.strip() for m in methods.split(",")] if isinstance(methods, str) else list(methods)
     domains = _domains_from_csv(samples_csv, A.shape[1]) if samples_csv is not None else None
     if domains is None:  # the domain-aware methods need a samples CSV
         method_list = [m for m in method_list if "domain" not in m]
+    too_few = [m for m in method_list if _clusters(m) > rank_ids.size]
+    if too_few:  # k-means needs at least k ranking models
+        note(f"{', '.join(too_few)} left out: they need more than the {rank_ids.size} ranking models")
+        method_list = [m for m in method_list if m not in too_few]
     coverage = [
         row
         for sampling in ("uniform", "random")
@@ -143,10 +187,17 @@ def beyond_command(
     if as_json:
         print(json.dumps(result, indent=2, default=lambda v: None))
     else:
-        print(f"{where}: {len(rank_ids)} ranking / {len(eval_ids)} held-out models")
+        print(where)
+        print(f"{len(rank_ids)} ranking models, {len(eval_ids)} held-out models")
         print(format_coverage(coverage))
         print(format_rankings(rankings))
     return result
+
+
+def _clusters(method: str) -> int:
+    """The K of a clusterK or clusterK+domain ranking method, 0 for the others."""
+    digits = method.removeprefix("cluster").removesuffix("+domain")
+    return int(digits) if method.startswith("cluster") and digits.isdigit() else 0
 
 
 def format_coverage(rows: Sequence[dict[str, Any]]) -> str:

@@ -13,6 +13,7 @@ import torch
 import torch.nn.functional as F
 
 from lifelong.core.seeds import derive_seed
+from lifelong.core.suggest import did_you_mean
 
 _CORRUPT = 16  # derive_seed tag (the zoo's tags are 11-15)
 
@@ -103,7 +104,10 @@ CORRUPTIONS: dict[str, Corruption] = {
 def corruption_level(name: str, severity: int) -> float:
     """The level (noise std, blur sigma, ...) of corruption `name` at `severity`; an error for unknown ones."""
     if name not in CORRUPTIONS:
-        raise ValueError(f"unknown corruption {name!r}; choose from {sorted(CORRUPTIONS)}")
+        raise ValueError(
+            f"unknown corruption {name!r}{did_you_mean(name, CORRUPTIONS)}; "
+            f"choose from {', '.join(sorted(CORRUPTIONS))}"
+        )
     levels = CORRUPTIONS[name].levels
     if not isinstance(severity, int | np.integer) or not 1 <= severity <= len(levels):
         raise ValueError(f"corruption {name!r}: severity must be an integer in 1..{len(levels)}, got {severity!r}")

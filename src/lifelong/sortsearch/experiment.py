@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from lifelong.core.suggest import did_you_mean
 from lifelong.sortsearch.bitmatrix import DenseRows, RowSource
 from lifelong.sortsearch.row_metrics import Agreement, epistemic_error, pearson
 from lifelong.sortsearch.search import (
@@ -34,18 +35,33 @@ SORTS = ("sum", "confidence", "recursive")
 _SCAN_BYTES = 64 * 2**20
 
 
+def shape_words(shape: Sequence[int]) -> str:
+    """An array shape in words: "a 1-D array of 300 values", "a 3-D array 2 x 3 x 4" (no tuple reprs)."""
+    shape = tuple(int(s) for s in shape)
+    if len(shape) == 0:
+        return "a single number"
+    if len(shape) == 1:
+        return f"a 1-D array of {shape[0]} values"
+    return f"a {len(shape)}-D array " + " x ".join(str(s) for s in shape)
+
+
+def matrix_size(shape: Sequence[int]) -> str:
+    """A [models, samples] matrix's size the one way the toolkit writes it: "M models x N samples"."""
+    return f"{int(shape[0])} models x {int(shape[1])} samples"
+
+
 def check_matrix(matrix: Any, name: str) -> None:
     """Raise unless `matrix` is a 2-D uint8/bool array of 0/1, naming `name` and the first offending cell."""
     shape = tuple(getattr(matrix, "shape", ()))
     if len(shape) != 2:
-        raise ValueError(f"{name}: expected a 2-D [models, samples] matrix; got shape {shape}")
+        raise ValueError(f"{name}: expected a 2-D matrix (rows = models, columns = samples); got {shape_words(shape)}")
     dtype = np.dtype(getattr(matrix, "dtype", None))
     if dtype == np.bool_:
         return
     if dtype != np.uint8:
         raise TypeError(
-            f"{name}: dtype {dtype}; a correctness matrix is uint8 0/1 (rows = models, columns = samples). "
-            "Convert it, e.g. np.save(path, (matrix == 1).astype(np.uint8)), after checking it holds only 0 and 1."
+            f"{name} holds {dtype} values; a correctness matrix is uint8 0/1 (rows = models, columns = samples): "
+            "save it as uint8 after checking it holds only 0 and 1"
         )
     step = max(1, _SCAN_BYTES // max(1, shape[1]))
     for i0 in range(0, shape[0], step):
@@ -58,30 +74,44 @@ def check_matrix(matrix: Any, name: str) -> None:
             )
 
 
-def _open_npy(path: str | Path) -> np.ndarray:
-    """Memory-map a .npy file read-only, with an error naming the file when it cannot be read."""
+def open_npy(path: str | Path, *, mmap: bool = True, what: str = "a .npy matrix") -> np.ndarray:
+    """A numeric array from a .npy file (memory-mapped read-only with `mmap`), or an error naming the file and
+    saying what is wrong with it in plain words (never numpy's advice to unpickle: arrays of objects are refused)."""
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such file (expected a .npy matrix)")
+        raise FileNotFoundError(f"{path}: no such file (expected {what})")
     try:
-        return np.load(path, mmap_mode="r", allow_pickle=False)
-    except (ValueError, OSError) as err:
-        raise ValueError(f"{path}: not a readable .npy array ({err})") from err
+        with path.open("rb") as handle:
+            magic = handle.read(6)
+    except OSError as err:
+        raise ValueError(f"{path}: cannot be read ({err.strerror or err})") from None
+    if magic != b"\x93NUMPY":
+        why = "it is empty" if not magic else "it does not start with the .npy header"
+        raise ValueError(f"{path} is not a NumPy .npy file ({why}); expected {what} saved with numpy.save")
+    try:
+        array = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as err:
+        why = "it holds Python objects, not numbers" if "object" in str(err).lower() else "it is truncated or damaged"
+        raise ValueError(f"{path} is not a readable .npy array ({why}); expected {what}") from None
+    if array.dtype.hasobject:
+        raise ValueError(f"{path} holds Python objects, not numbers; expected {what}")
+    return array
 
 
 def load_matrix(path: str | Path) -> np.ndarray:
     """A dense 0/1 correctness matrix from a .npy file (memory-mapped, read-only), validated."""
-    matrix = _open_npy(path)
+    matrix = open_npy(path)
     check_matrix(matrix, str(path))
     return matrix
 
 
 def load_confidence(path: str | Path) -> np.ndarray:
     """A float [models, samples] matrix of true-class probabilities from a .npy file, validated."""
-    conf = _open_npy(path)
+    conf = open_npy(path)
     if conf.ndim != 2 or not np.issubdtype(conf.dtype, np.floating):
         raise ValueError(
-            f"{path}: expected a 2-D float matrix of true-class probabilities; got {conf.dtype} {conf.shape}"
+            f"{path}: expected a 2-D float matrix of true-class probabilities; got {conf.dtype} values in "
+            f"{shape_words(conf.shape)}"
         )
     step = max(1, _SCAN_BYTES // (conf.itemsize * max(1, conf.shape[1])))
     for i0 in range(0, conf.shape[0], step):
@@ -110,12 +140,15 @@ def _check_budgets(budgets: Sequence[int], n: int, what: str) -> list[int]:
     """Validate budgets: positive integers no larger than the columns of each estimated row."""
     out = [int(b) for b in budgets]
     if not out:
-        raise ValueError("no budgets given; pass e.g. budgets=[8, 16, 32]")
+        raise ValueError("no budgets given; give budgets such as 8,16,32")
     if any(b != float(x) for b, x in zip(out, budgets, strict=True)):
-        raise ValueError(f"budgets must be integers; got {list(budgets)}")
+        raise ValueError(f"budgets must be integers; got {', '.join(str(b) for b in budgets)}")
     bad = [b for b in out if not 1 <= b <= n]
     if bad:
-        raise ValueError(f"budgets {bad} lie outside [1, {n}] ({n} = {what} per estimated row); drop or lower them")
+        raise ValueError(
+            f"budgets {', '.join(map(str, bad))} lie outside 1..{n} ({n} = {what} per estimated row); "
+            "drop or lower them"
+        )
     return out
 
 
@@ -150,9 +183,12 @@ def run_experiment(
     Random sampling draws each budget's positions from `np.random.default_rng([seed, budget])`.
     """
     if sort not in SORTS:
-        raise ValueError(f"unknown sort {sort!r}; choose one of {SORTS}")
+        raise ValueError(f"unknown sort {sort!r}{did_you_mean(str(sort), SORTS)}; choose one of {', '.join(SORTS)}")
     if sampling not in SAMPLING_METHODS:
-        raise ValueError(f"unknown sampling {sampling!r}; choose one of {SAMPLING_METHODS}")
+        raise ValueError(
+            f"unknown sampling {sampling!r}{did_you_mean(str(sampling), SAMPLING_METHODS)}; "
+            f"choose {' or '.join(SAMPLING_METHODS)}"
+        )
     ranking = _rows(rank, transpose, "rank", validate)
     held_out = _rows(evaluate, transpose, "evaluate", validate)
     what = "models" if transpose else "samples"

@@ -300,7 +300,7 @@ def make_predictor(method: str, R: Any, *, domains: Any = None, seed: int = 0) -
     if method == "2pl-dp":
         return IRTPredictor(R, discrimination=True, rule="dp", name="2pl-dp")
     raise ValueError(
-        f"unknown ranking method {method!r}; choose one of {RANKING_METHODS} (or clusterK, clusterK+domain)"
+        f"unknown ranking method {method!r}; choose one of {', '.join(RANKING_METHODS)} (or clusterK, clusterK+domain)"
     )
 
 

@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from lifelong.core.suggest import did_you_mean
+
 FORMAT_VERSION = 2  # 2 added the best estimate and its interval to estimated_rows (`Registry` migrates 1)
 SAMPLE_FIELDS = ("source", "domain", "label", "content_hash")
 
@@ -146,7 +148,9 @@ class Registry:
     def __init__(self, path: Path) -> None:
         """Open an existing registry, migrating format 1 to 2; refuse files of any other format version."""
         if not path.is_file():
-            raise FileNotFoundError(f"no registry at {path}: is this a BenchStore directory? Create one first.")
+            raise FileNotFoundError(
+                f"no registry at {path}: is this a benchmark store? Create one with `lifelong bench create`"
+            )
         self.path = path
         try:
             self._con = _connect(path)
@@ -276,7 +280,7 @@ class Registry:
             "name",
             names,
             "duplicate model name {} within the new models: give each a unique name",
-            "a model named {} is already in the store (id {}): pick another name, or use model_by_name() to find it",
+            "a model named {} is already in the store (id {}): pick another name (`lifelong bench status` lists them)",
         )
         texts = []
         for name, meta in zip(names, metadata, strict=True):
@@ -292,11 +296,18 @@ class Registry:
         self._set_meta("m", m + len(names))
         return ids
 
+    def sample_hashes(self) -> list[str]:
+        """The content hash of every sample, in id order."""
+        return [row[0] for row in self._con.execute("SELECT content_hash FROM samples ORDER BY id")]
+
     def model_by_name(self, name: str) -> ModelRecord:
         """The model registered under `name`."""
         row = self._con.execute("SELECT id, name, metadata, created FROM models WHERE name = ?", (name,)).fetchone()
         if row is None:
-            raise KeyError(f"no model named {name!r} in the store: list them with model_ids(), or add it")
+            names = [r[0] for r in self._con.execute("SELECT name FROM models")]
+            raise KeyError(
+                f"no model named {name!r} in the store{did_you_mean(name, names)}: `lifelong bench status` lists them"
+            )
         return ModelRecord(row[0], row[1], json.loads(row[2]), row[3])
 
     def model_records(self) -> list[ModelRecord]:

@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from lifelong.core.suggest import did_you_mean
 from lifelong.sortsearch.bitmatrix import PackedRows, RowSource, as_rows, packed_width, popcount_rows
 
 SAMPLING_METHODS = ("uniform", "random")
@@ -185,7 +186,10 @@ def sample_positions(
             raise ValueError("random sampling needs a seed (an int or a numpy Generator) for reproducible runs")
         rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
         return np.sort(rng.choice(n, size=n_prime, replace=False)).astype(np.int64)
-    raise ValueError(f"unknown sampling method {method!r}; choose one of {SAMPLING_METHODS}")
+    raise ValueError(
+        f"unknown sampling method {method!r}{did_you_mean(str(method), SAMPLING_METHODS)}; "
+        f"choose {' or '.join(SAMPLING_METHODS)}"
+    )
 
 
 def _check_positions(positions: Any, n: int) -> np.ndarray:

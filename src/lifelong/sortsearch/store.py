@@ -104,18 +104,29 @@ class BenchStore:
         path: str | os.PathLike[str],
         *,
         replace_empty: bool = False,
+        replace: bool = False,
         chunk_models: int = 128,
         chunk_samples: int = 2**18,
+        work: str | os.PathLike[str] | None = None,
+        reuse_work: bool = False,
     ) -> Iterator[BenchStore]:
         """A new store, filled inside the `with` block, that appears at `path` only when the block ends normally.
 
         It is built in a hidden temp directory beside `path` (`.NAME.<hex>.partial`) and renamed into place; an error
         in the block deletes it, and a killed process leaves only that temp directory (never a store at `path`).
         `path` must not exist, be an empty directory, or (with `replace_empty`) hold an empty store (no samples, no
-        models), which is replaced. The yielded store is closed at the end: open `path` to use it.
+        models), or (with `replace`) hold any store; a store there is replaced when the new one is complete. The
+        yielded store is closed at the end: open `path` to use it. `work`, `reuse_work`: build in that folder, and
+        complete a store an interrupted build left there (see `store_build.staged_store`).
         """
         with staged_store(
-            Path(path), replace_empty=replace_empty, chunk_models=chunk_models, chunk_samples=chunk_samples
+            Path(path),
+            replace_empty=replace_empty,
+            replace=replace,
+            chunk_models=chunk_models,
+            chunk_samples=chunk_samples,
+            work=None if work is None else Path(work),
+            reuse_work=reuse_work,
         ) as staging:
             with cls(staging) as store:
                 yield store
@@ -125,7 +136,10 @@ class BenchStore:
         """Open an existing store; writers wait up to `lock_timeout` seconds for another process's write."""
         path = Path(path)
         if not path.is_dir():
-            raise FileNotFoundError(f"no store at {path}: create it with BenchStore.create({str(path)!r})")
+            raise FileNotFoundError(
+                f"no benchmark store at {path}: create it with `lifelong bench create {path}` "
+                "(or `lifelong bench import`)"
+            )
         return cls(path, lock_timeout=lock_timeout)
 
     def close(self) -> None:
@@ -253,7 +267,9 @@ class BenchStore:
             row_id = _index_array([model_id], m, "model")
             predicted = packed_rows(np.asarray(packed_row).reshape(1, -1), 1, n, "packed_row")
             if sort_version not in {record.version for record in self._registry.sorts()}:
-                raise ValueError(f"sort version {sort_version} does not exist: save the sort first (save_sort)")
+                raise ValueError(
+                    f"sort version {sort_version} does not exist: sort the store first (`lifelong bench sort`)"
+                )
             if not 0 <= threshold <= n or not 0 <= budget <= n or not method:
                 raise ValueError(
                     f"threshold {threshold} and budget {budget} must lie in 0..n = {n}, and method ({method!r}) "
@@ -283,7 +299,9 @@ class BenchStore:
             if thresholds.shape != ids.shape:
                 raise ValueError(f"{ids.size} models but {thresholds.size} thresholds: give one threshold per model")
             if sort_version not in {record.version for record in self._registry.sorts()}:
-                raise ValueError(f"sort version {sort_version} does not exist: save the sort first (save_sort)")
+                raise ValueError(
+                    f"sort version {sort_version} does not exist: sort the store first (`lifelong bench sort`)"
+                )
             if ids.size and (thresholds.min() < 0 or thresholds.max() > n) or not 0 <= budget <= n or not method:
                 raise ValueError(
                     f"thresholds and budget {budget} must lie in 0..n = {n}, and method ({method!r}) must name the "
@@ -408,6 +426,10 @@ class BenchStore:
         """The model registered under `name` (id, name, metadata, created)."""
         return self._registry.model_by_name(name)
 
+    def sample_hashes(self) -> list[str]:
+        """The content hash of every sample, in id order (how an import recognises the samples it made)."""
+        return self._registry.sample_hashes()
+
     def model_records(self) -> list[ModelRecord]:
         """Every model (id, name, metadata, created), by id."""
         return self._registry.model_records()
@@ -433,14 +455,14 @@ class BenchStore:
         for record in self._registry.sorts():
             if record.version == version:
                 return np.load(self.path / SORTS_DIR / record.file, allow_pickle=False)
-        raise KeyError(f"no sort version {version} in the store: see status()['latest_sort']")
+        raise KeyError(f"no sort version {version} in the store: `lifelong bench status {self.path}` names the latest")
 
     def latest_sort(self) -> tuple[int, np.ndarray]:
         """(version, order) of the most recently saved sort."""
         records = self._registry.sorts()
         if not records:
             raise LookupError(
-                f"store {self.path} has no saved sort yet: sort it first (`lifelong bench sort`, or save_sort())"
+                f"store {self.path} has no saved sort yet: sort it first with `lifelong bench sort {self.path}`"
             )
         return records[-1].version, self.load_sort(records[-1].version)
 
@@ -475,8 +497,8 @@ class BenchStore:
                 rows, width = array.shape
                 if array.dtype != np.uint8 or rows < m or width < packed_width(n):
                     problems.append(
-                        f"matrix: {name} is {array.dtype} of shape {array.shape}, but the registry needs uint8 with "
-                        f"at least ({m}, {packed_width(n)}) for m = {m} models and n = {n} samples"
+                        f"matrix: {name} is {array.dtype} with {rows} rows x {width} bytes, but the registry needs "
+                        f"uint8 with at least {m} rows x {packed_width(n)} bytes for {m} models x {n} samples"
                     )
                 if array.chunks != self._chunks():
                     problems.append(f"matrix: {name} has chunks {array.chunks}, the registry says {self._chunks()}")

@@ -1,6 +1,6 @@
 """Atomic creation of a benchmark store directory (guarantee 0 in `store.py`): a new store is built in a hidden temp
 directory beside its path (`.NAME.<hex>.partial`) and renamed into place only when complete, so a killed build leaves
-no store at the path, and an empty store there may be replaced."""
+no store at the path, and an empty store there (or, when asked, any store) may be replaced."""
 
 from __future__ import annotations
 
@@ -15,40 +15,62 @@ from lifelong.sortsearch.store_files import LOCK_FILE, REGISTRY_FILE, SORTS_DIR,
 
 
 @contextmanager
-def staged_store(path: Path, *, replace_empty: bool, chunk_models: int, chunk_samples: int) -> Iterator[Path]:
+def staged_store(
+    path: Path,
+    *,
+    replace_empty: bool,
+    chunk_models: int,
+    chunk_samples: int,
+    replace: bool = False,
+    work: Path | None = None,
+    reuse_work: bool = False,
+) -> Iterator[Path]:
     """A new empty store directory, yielded while hidden, that is renamed to `path` when the block ends normally.
 
     `path` must not exist, be an empty directory, or (with `replace_empty`) hold an empty store (no samples, no
-    models), which is replaced. An error in the block deletes the temp directory.
+    models), or (with `replace`) hold any store: that store is replaced, and deleted, only once the new one is
+    complete. An error in the block deletes the temp directory. `work`: build in that folder instead of a hidden
+    temp one; with `reuse_work` a store already there (left by an interrupted build) is yielded to be completed.
+    An interrupted block (Ctrl-C, a kill) leaves `work` for that; an error deletes it unless it was reused.
     """
     if chunk_models < 1 or chunk_samples < 8 or chunk_samples % 8:
         raise ValueError(
             f"chunk_models={chunk_models}, chunk_samples={chunk_samples}: need chunk_models >= 1 and "
             "chunk_samples a positive multiple of 8 (columns are packed 8 samples per byte)"
         )
-    replacing = check_target(path, replace_empty)
+    replacing = check_target(path, replace_empty, replace)
     path.parent.mkdir(parents=True, exist_ok=True)
-    staging = temp_name(path.parent / f".{path.name}")
-    staging.mkdir()
+    fresh = work is None or not (reuse_work and (work / REGISTRY_FILE).is_file())
+    staging = temp_name(path.parent / f".{path.name}") if work is None else work
+    if fresh:
+        if work is not None and work.exists():
+            shutil.rmtree(work)
+        staging.mkdir()
     try:
-        Registry.create(staging / REGISTRY_FILE, chunk_models=chunk_models, chunk_samples=chunk_samples).close()
-        create_arrays(staging, chunk_models, chunk_samples)
-        (staging / SORTS_DIR).mkdir()
-        (staging / LOCK_FILE).touch()
+        if fresh:
+            Registry.create(staging / REGISTRY_FILE, chunk_models=chunk_models, chunk_samples=chunk_samples).close()
+            create_arrays(staging, chunk_models, chunk_samples)
+            (staging / SORTS_DIR).mkdir()
+            (staging / LOCK_FILE).touch()
         yield staging
-        move_into_place(staging, path, replacing and replace_empty)
+        move_into_place(staging, path, replacing and (replace_empty or replace), replace)
+    except Exception:
+        if fresh:
+            shutil.rmtree(staging, ignore_errors=True)
+        raise
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+        if work is None:
+            shutil.rmtree(staging, ignore_errors=True)
         raise
 
 
-def move_into_place(staging: Path, path: Path, replace_empty: bool) -> None:
-    """Rename a finished store directory to `path` (free, an empty directory, or an empty store to replace)."""
+def move_into_place(staging: Path, path: Path, replace_empty: bool, replace: bool = False) -> None:
+    """Rename a finished store directory to `path` (free, an empty directory, or a store to replace)."""
     try:
-        if check_target(path, replace_empty):  # an empty store: move it aside first
+        if check_target(path, replace_empty, replace):  # a store to replace: move it aside first
             aside = temp_name(path.parent / f".{path.name}")
             os.rename(path, aside)
-            os.rename(staging, path)  # a kill between the two renames loses only that empty store
+            os.rename(staging, path)  # a kill between the two renames leaves the old store aside, not deleted
             shutil.rmtree(aside, ignore_errors=True)
         else:
             os.rename(staging, path)  # atomic; replaces an empty directory, refuses anything else
@@ -58,10 +80,13 @@ def move_into_place(staging: Path, path: Path, replace_empty: bool) -> None:
         raise FileExistsError(f"{path} appeared while the store was being built ({error}): pick a new path") from None
 
 
-def check_target(path: Path, replace_empty: bool) -> bool:
-    """Whether `path` holds an empty store to replace; raise FileExistsError unless it is free (or empty)."""
+def check_target(path: Path, replace_empty: bool, replace: bool = False) -> bool:
+    """Whether `path` holds a store to replace (an empty one with `replace_empty`, any with `replace`); raise
+    FileExistsError unless it is free (or an empty directory)."""
     if not path.exists() or (path.is_dir() and not any(path.iterdir())):
         return False
+    if replace and path.is_dir() and (path / REGISTRY_FILE).is_file():
+        return True
     if replace_empty and path.is_dir() and (path / REGISTRY_FILE).is_file():
         registry = Registry(path / REGISTRY_FILE)
         try:
@@ -71,7 +96,9 @@ def check_target(path: Path, replace_empty: bool) -> bool:
         finally:
             registry.close()
         raise FileExistsError(
-            f"{path} already holds a store with {n} samples and {m} models: pick a new path, "
-            "or delete it first if you mean to replace it"
+            f"{path} already holds a store with {m} models x {n} samples: pick a new path, "
+            "or replace it (`--overwrite`)"
         )
-    raise FileExistsError(f"{path} already exists and is not an empty directory: open it, or pick a new path")
+    if replace:
+        raise FileExistsError(f"{path} exists and is not a benchmark store: not deleting it; pick a new path")
+    raise FileExistsError(f"{path} already exists and is not an empty directory: pick a new path")

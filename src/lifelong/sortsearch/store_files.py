@@ -122,7 +122,7 @@ def write_lock(path: Path, lock_fd: int, timeout: float, registered: Callable[[]
             if time.monotonic() > deadline:
                 raise TimeoutError(
                     f"another process has held the write lock {path / LOCK_FILE} for over "
-                    f"{timeout} s: wait for it to finish, or open with a larger lock_timeout"
+                    f"{timeout} s: wait for it to finish, then try again"
                 ) from None
             time.sleep(delay)
             delay = min(2 * delay, 0.05)

@@ -9,8 +9,8 @@ What a zoo is (`ZooSettings`) is decided once and handed to `build_zoo`; the mem
 in `zoo_models`, the corruptions in `corruptions`.
 
 Outputs in OUT: correctness.npy (uint8 [models, samples]), confidence.npy (float16 probability of the true
-class), samples.csv, models.csv, images.npy (the evaluated images, uint8 [samples, H, W, C], so new models can
-be evaluated on the same samples) and zoo.json (settings, notes and a summary).
+class), samples.csv (the schema of `samples_csv`), models.csv, images.npy (the evaluated images, uint8 [samples, H,
+W, C], so new models can be evaluated on the same samples) and zoo.json (settings, notes and a summary).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import hashlib
 import io
 import json
 import math
+import shutil
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -39,6 +40,7 @@ from lifelong.data.dedup import content_hash
 from lifelong.data.labeled import LabeledImages
 from lifelong.data.sources import load_source
 from lifelong.sortsearch.corruptions import corrupt, corruption_level
+from lifelong.sortsearch.samples_csv import SampleRow, write_samples_csv
 from lifelong.sortsearch.zoo_models import ModelSpec, ZooSpace, draw_spec, make_zoo_model
 from lifelong.training.devices import Accelerator, accelerator_scope, current_accelerator
 from lifelong.training.loop import predict_scores, train_model
@@ -48,6 +50,8 @@ FALLBACK_SOURCE = "builtin:letters"
 DEFAULT_CORRUPTIONS = ("noise", "blur", "contrast", "rotation", "occlusion")
 DEFAULT_SEVERITIES = (1, 2, 3)
 CLEAN = "clean"
+# what a build writes in OUT: models/ keeps each finished model, the rest is written at the end
+ZOO_FILES = ("models", "correctness.npy", "confidence.npy", "images.npy", "samples.csv", "models.csv", "zoo.json")
 
 BATCH_SIZE = 32
 WARMUP_EPOCHS = 0.25
@@ -60,7 +64,9 @@ _SUBSET, _TRAIN, _TEST = 12, 14, 15  # derive_seed tags (zoo_models has 11 and 1
 class ZooSettings:
     """What a zoo is: its models (`n_models` drawn from `space` with `seed`) and its samples (`n_test` test items of
     `source`, loaded with `source_options`, plus a copy per corruption and severity). `flip`: mirror augmented
-    images (None: yes, except glyph sources). Sequences become tuples; a `space` of None is the default space."""
+    images (None: yes, except glyph sources). `fallback_source`: the source to use instead when `source`'s data
+    are not installed (None: a missing source is an error). Sequences become tuples; a `space` of None is the
+    default space."""
 
     n_models: int = 120
     source: str = DEFAULT_SOURCE
@@ -71,6 +77,7 @@ class ZooSettings:
     source_options: Mapping[str, Any] | None = None
     space: ZooSpace = field(default_factory=ZooSpace)
     flip: bool | None = None
+    fallback_source: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "corruptions", tuple(self.corruptions))
@@ -81,6 +88,15 @@ class ZooSettings:
 
 # ---------------------------------------------------------------------------------------------------------
 # the data: a training pool and the evaluated samples (clean test subset + corrupted copies)
+
+
+class SourceMissing(FileNotFoundError):
+    """The zoo's source is not installed (and no fallback source was given): its loader's message says what to
+    install."""
+
+    def __init__(self, source: str, why: str) -> None:
+        super().__init__(f"source {source} is not installed: {why}")
+        self.source = source
 
 
 @dataclass
@@ -122,27 +138,30 @@ def load_zoo_data(
     options: Mapping[str, Any] | None = None,
     fallback_train: int = max(ZooSpace().train_sizes),
     on_note: Callable[[str], None] | None = None,
+    fallback: str | None = None,
 ) -> ZooData:
-    """Load `source` (falling back to builtin:letters when Fashion-MNIST is absent), split it, corrupt the test set.
+    """Load `source`, split it, corrupt the test set. A source whose data are not installed raises
+    FileNotFoundError (naming what to install) unless `fallback` names a source to use instead.
 
-    The fallback renders enough letters for `n_test` test items plus `fallback_train` training items. Each note (the
-    fallback, a seeded hold-out) is kept in `ZooData.notes` and, as it happens, passed to `on_note`.
+    A glyph fallback (builtin:letters, ...) renders enough images for `n_test` test items plus `fallback_train`
+    training items. Each note (the fallback, a seeded hold-out) is kept in `ZooData.notes` and, as it happens,
+    passed to `on_note`; `ZooData.source` is the source that was loaded.
     """
     notes: list[str] = []
     options = dict(options or {})
     try:
         labeled = load_source(source, **options)
     except FileNotFoundError as exc:
-        if source != DEFAULT_SOURCE:
-            raise
-        per_class = math.ceil((n_test + fallback_train) / 10)  # letters A-J: 10 classes
-        notes.append(
-            f"{source} not found ({exc}); using {FALLBACK_SOURCE} (rendered letters A-J, n_per_class={per_class}) "
-            "instead: install Fashion-MNIST (Debian package dataset-fashion-mnist) for the real zoo"
-        )
+        if fallback is None:
+            raise SourceMissing(source, str(exc)) from None
+        fallback_options: dict[str, Any] = {}
+        if fallback in _GLYPH_SOURCES:
+            per_class = math.ceil((n_test + fallback_train) / 10)  # e.g. letters A-J: 10 classes
+            fallback_options = {"n_per_class": per_class, "seed": seed}
+        notes.append(f"{source} not found ({exc}); built on the fallback source {fallback} instead")
         if on_note is not None:
             on_note(notes[-1])
-        source, labeled = FALLBACK_SOURCE, load_source(FALLBACK_SOURCE, n_per_class=per_class, seed=seed)
+        source, labeled = fallback, load_source(fallback, **fallback_options)
     if labeled.kind is not TaskKind.MULTI_CLASS:
         raise ValueError(f"source {source!r} is {labeled.kind.value}: the zoo needs single-label classification")
     images = _stacked(labeled, source)
@@ -267,8 +286,8 @@ def _load_result(path: Path, key: str, n_samples: int) -> dict[str, Any] | None:
     with np.load(path) as saved:
         if str(saved["key"]) != key:
             raise ValueError(
-                f"{path} was built with other settings or other samples than this build; rebuild into another "
-                "output folder, or delete that folder's models/ to start over"
+                f"{path} was built with other settings or other samples than this build: build into another "
+                "output folder, or start this one over (`--overwrite`)"
             )
         result = {"correct": saved["correct"], "confidence": saved["confidence"], "seconds": float(saved["seconds"])}
     if result["correct"].shape != (n_samples,):
@@ -295,6 +314,7 @@ def build_zoo(
     gpus_per_model: float = 0.0,
     progress: bool = True,
     on_note: Callable[[str], None] | None = None,
+    start_over: bool = False,
     **fields: Any,
 ) -> dict[str, Any]:
     """Train and evaluate the zoo of `settings` (resuming from OUT/models/), then write the matrices and tables.
@@ -303,8 +323,10 @@ def build_zoo(
     ZooSettings()). `executor`: "local", "ray" (`num_cpus` for a local Ray, `address` to join a cluster) or an
     Executor; each model is one item and uses `threads` torch threads (results are reproducible for a fixed thread
     count) and, on Ray, `gpus_per_model` GPUs; models train on the current accelerator (carried to workers).
-    Notes on the data (e.g. the fallback to rendered letters) go to `on_note` as they happen and into the summary.
-    Returns a summary (also saved in OUT/zoo.json).
+    Notes on the data (e.g. a fallback source) go to `on_note` as they happen and into the summary, and the
+    summary's settings name the source that ran.
+    `start_over`: delete the zoo's files in OUT (`ZOO_FILES`) once the settings and the data are checked, instead
+    of reusing its finished models. Returns a summary (also saved in OUT/zoo.json).
     """
     started = time.perf_counter()
     settings = replace(settings or ZooSettings(), **fields)
@@ -318,10 +340,10 @@ def build_zoo(
         for severity in severities:
             corruption_level(name, severity)
     if len(set(corruptions)) != len(corruptions) or len(set(severities)) != len(severities):
-        raise ValueError(f"corruptions {corruptions} and severities {severities} must not repeat")
+        raise ValueError(
+            f"corruptions ({', '.join(corruptions)}) and severities ({', '.join(map(str, severities))}) must not repeat"
+        )
     out = Path(out_dir)
-    recorded = {"n_models": n_models, "source": settings.source, "n_test": n_test, "corruptions": list(corruptions)}
-    recorded |= {"severities": list(severities), "seed": seed, "threads": threads, "space": space.to_dict()}
     data = load_zoo_data(
         settings.source,
         n_test,
@@ -331,7 +353,20 @@ def build_zoo(
         settings.source_options,
         max(space.train_sizes),
         on_note=on_note,
+        fallback=settings.fallback_source,
     )
+    recorded: dict[str, Any] = {"n_models": n_models, "source": data.source}  # the source that ran
+    if data.source != settings.source:
+        recorded["requested_source"] = settings.source
+    recorded |= {"n_test": n_test, "corruptions": list(corruptions), "severities": list(severities), "seed": seed}
+    recorded |= {"threads": threads, "space": space.to_dict()}
+    if start_over:
+        for name in ZOO_FILES:
+            path = out / name
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            elif path.exists() or path.is_symlink():
+                path.unlink()
     n_samples = len(data.samples)
     specs = [draw_spec(i, seed, len(data.train), space) for i in range(n_models)]
     keys = {spec.id: _result_key(spec, data.fingerprint) for spec in specs}
@@ -392,13 +427,12 @@ def _write_outputs(
     _save_npy(out / "confidence.npy", confidence)
     _save_npy(out / "images.npy", data.samples.images)
     labels = data.samples.labels()
-    _write_csv(
+    write_samples_csv(
         out / "samples.csv",
-        ("id", "source", "source_item", "domain", "label", "hash"),
-        [
-            (j, data.source, data.sample_items[j], data.sample_domains[j], int(labels[j]), data.hashes[j])
+        (
+            SampleRow(j, data.source, data.sample_items[j], data.sample_domains[j], int(labels[j]), data.hashes[j])
             for j in range(len(labels))
-        ],
+        ),
     )
     _write_csv(
         out / "models.csv",

@@ -130,6 +130,6 @@ def load_fashion_mnist() -> LabeledImages:
         if directory.is_dir():
             return load_idx_dir(directory, class_names=FASHION_MNIST_CLASSES)
     raise FileNotFoundError(
-        f"Fashion-MNIST not found in {[str(d) for d in FASHION_MNIST_DIRS]}; install it with "
+        f"Fashion-MNIST not found in {', '.join(str(d) for d in FASHION_MNIST_DIRS)}; install it with "
         "`apt-get install dataset-fashion-mnist`, or load its IDX files with the source idx:DIR"
     )
