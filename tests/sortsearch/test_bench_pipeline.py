@@ -155,7 +155,9 @@ def test_budgets_take_the_readmes_geometric_run(tmp_path):
     assert "rank:     20 models x 300 samples\nevaluate: 10 models x 300 samples\n" in table  # models first
     assert "(" not in table.split("budget:")[0]  # no tuple reprs of shapes
     assert "8,16,...,16384" in lifelong("bench", "experiment", "--help").stdout.replace("\n", "").replace(" ", "")
-    assert "geometric run" in error_of(lifelong(*args, "--budgets", "8,16,...,100"))
+    refused = lifelong(*args, "--budgets", "8,16,...,100")  # a usage error, as the flags are read
+    assert refused.exit_code == 2 and "error: Invalid value for '--budgets'" in refused.stderr
+    assert "geometric run" in refused.stderr
     assert "did you mean 'confidence'" in error_of(lifelong(*args, "--sort", "confidense"))
     assert "--rank-confidence" in error_of(lifelong(*args, "--sort", "confidence"))
 

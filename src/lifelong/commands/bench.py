@@ -550,6 +550,17 @@ _BUDGETS_HELP = (
 )
 
 
+def _checked_budgets(value: str) -> str:
+    """--budgets is checked as the flags are read, so a mistyped list is a usage error before any work."""
+    from lifelong.commands.bench_reports import parse_budgets
+
+    try:
+        parse_budgets(value)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    return value
+
+
 @bench_app.command("experiment")
 def experiment(
     rank: Path = typer.Option(
@@ -558,7 +569,9 @@ def experiment(
     evaluate: Path = typer.Option(
         ..., "--eval", metavar="FILE", help="Evaluated models' matrix .npy (same samples as --rank)."
     ),
-    budgets: str = typer.Option("8,16,...,2048", "--budgets", metavar="LIST", help=_BUDGETS_HELP),
+    budgets: str = typer.Option(
+        "8,16,...,2048", "--budgets", metavar="LIST", help=_BUDGETS_HELP, callback=_checked_budgets
+    ),
     sort: str = typer.Option(
         "sum",
         "--sort",
@@ -602,7 +615,11 @@ def beyond(
         None, "--samples", metavar="FILE", help="samples.csv with a domain column (domain-aware methods)."
     ),
     budgets: str = typer.Option(
-        "1024,2048,4096", "--budgets", metavar="LIST", help=_BUDGETS_HELP.replace(" (m' with --transpose)", "")
+        "1024,2048,4096",
+        "--budgets",
+        metavar="LIST",
+        help=_BUDGETS_HELP.replace(" (m' with --transpose)", ""),
+        callback=_checked_budgets,
     ),
     split_seed: int = typer.Option(0, "--split-seed", metavar="N", min=0, help="Seed of the --matrix half/half split."),
     as_json: bool = typer.Option(False, "--json", help="Print the tables as JSON."),
