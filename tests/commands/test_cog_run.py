@@ -36,7 +36,7 @@ def test_fan_out_results_table_and_results_command(root, capsys):
     print_cog_table(results, title="toy")
     assert "relative to seen" in capsys.readouterr().out
     assert (root / "runs" / "results.sqlite").is_file()
-    listed = CliRunner().invoke(app, ["results", "--out", str(root / "runs"), "--json"])
+    listed = CliRunner().invoke(app, ["results", str(root / "runs"), "--json"])
     assert listed.exit_code == 0, listed.output
     assert listed.output.count('"linear-probe"') >= len(specs)
 

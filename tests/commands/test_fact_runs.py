@@ -43,7 +43,7 @@ def test_the_run_command_prints_R_and_the_headline_figures_and_a_seed_summary(ru
     out, output = runs
     assert "after \\ on" in output and "untrained" in output  # R, with the untrained model's row b
     assert "standard, tasks" in output and "generalized, examples" in output and "BWT" in output
-    assert "mean +- std" in output and "seed summary:" in output
+    assert "mean ± std" in output and "seed summary:" in output
     (seeds,) = out.glob("*-seeds.json")
     document = json.loads(seeds.read_text())
     assert document["seeds"] == [0, 1]

@@ -53,9 +53,9 @@ def test_results_show_the_provenance(tmp_path):
 
     spec = _spec(tmp_path)
     execute(spec)
-    shown = CliRunner().invoke(app, ["results", "--out", spec.out, "--provenance", "--json"])
+    shown = CliRunner().invoke(app, ["results", spec.out, "--provenance", "--json"])
     assert shown.exit_code == 0, shown.output
     (run,) = json.loads(shown.output)
     assert run["provenance"]["machine"]["threads"] == 1 and len(run["provenance"]["files"]) == 1
-    table = CliRunner().invoke(app, ["results", "--out", spec.out, "--provenance"], terminal_width=100)
+    table = CliRunner().invoke(app, ["results", spec.out, "--provenance"], terminal_width=80)
     assert table.exit_code == 0 and "kept.yaml" in table.output

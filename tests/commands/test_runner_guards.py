@@ -37,8 +37,8 @@ def test_resume_refuses_a_changed_setup_and_names_each_change(spec):
     import dataclasses
 
     execute(dataclasses.replace(spec, stop_after=2))
-    changed = dataclasses.replace(spec, resume=True, seed=0, learner_options={"batch_size": 7}, threads=2)
-    with pytest.raises(ValueError, match=r"learner_options \{\} -> \{'batch_size': 7\}; threads 1 -> 2"):
+    changed = dataclasses.replace(spec, resume=True, seed=0, threads=2, precision="fp32")
+    with pytest.raises(ValueError, match=r"threads 1 -> 2; precision 'auto' -> 'fp32'"):
         execute(changed)
     records_before = (spec.folder / "events.jsonl").read_text()
     assert len(records_before.splitlines()) == 2  # nothing lost

@@ -130,7 +130,7 @@ def test_db_errors_name_the_problem(tmp_path: Path) -> None:
         db.add_event("r", {"type": "train"})
     with pytest.raises(ValueError, match="record of run 'other'"):
         db.add_event("r", record(0, run_id="other"))
-    with pytest.raises(ValueError, match="use a new run id"):
+    with pytest.raises(ValueError, match="records run r with stream mini, learner independent, seed 0, not"):
         db.start_run("r", "mini", "independent", 1, tmp_path / "r", {})
 
 

@@ -1,4 +1,4 @@
-"""Terminal output of accuracy-matrix (CLEAR) runs: the matrix, its metrics, and mean +- std over seeds."""
+"""Terminal output of accuracy-matrix (CLEAR) runs: the matrix, its metrics, and mean ± std over seeds."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from pathlib import Path
 
 from rich.table import Table
 
+from lifelong.commands.run_console import print_path
 from lifelong.commands.terminal import console
 from lifelong.core.files import atomic_write_bytes
 from lifelong.metrics.accuracy_matrix import summarize_matrix_seeds
@@ -35,7 +36,7 @@ def _labels(result: dict) -> list[str]:
 def print_matrix_run(result: dict) -> None:
     """The accuracy matrix in percent (rows: after training bucket i; columns: evaluated on bucket j) and metrics."""
     labels = _labels(result)
-    table = Table(title=f"{result['run_id']}  ({result['path']}): accuracy %, {result['matrix_protocol']} protocol")
+    table = Table(title=f"{result['run_id']}: accuracy %, {result['matrix_protocol']} protocol")
     table.add_column("after \\ on", overflow="fold")
     for label in labels:
         table.add_column(label.removeprefix("bucket"), justify="right", overflow="fold")
@@ -50,11 +51,11 @@ def print_matrix_run(result: dict) -> None:
         )
     if result["events_done"] < result["events_total"]:
         console.print(f"[yellow]stopped after {result['events_done']}/{result['events_total']} events[/]")
-    console.print(f"records, accuracy_matrix.csv/.png and checkpoint: {result['path']}")
+    print_path("records, accuracy_matrix.csv/.png and checkpoint:", result["path"])
 
 
 def print_matrix_seeds(results: list[dict], out: Path) -> Path:
-    """Mean +- std (sample, ddof=1) of the reported metrics over seeds; written to OUT/<group>-seeds.json + heatmap."""
+    """Mean ± std (sample, ddof=1) of the reported metrics over seeds; written to OUT/<group>-seeds.json + heatmap."""
     finished = [r for r in results if r.get("clear_metrics")]
     if not finished:
         console.print("[yellow]no run finished its accuracy matrix: nothing to summarise over seeds[/]")
@@ -63,11 +64,11 @@ def print_matrix_seeds(results: list[dict], out: Path) -> Path:
         [{"clear_metrics": r["clear_metrics"], "accuracy_matrix": r["accuracy_matrix"]} for r in finished]
     )
     name = group_id(finished[0]["run_id"])
-    table = Table(title=f"{name}: {len(finished)} seeds, mean +- std (%)")
+    table = Table(title=f"{name}: {len(finished)} seeds, mean ± std (%)")
     table.add_column("metric", overflow="fold")
-    table.add_column("mean +- std", justify="right", overflow="fold")
+    table.add_column("mean ± std", justify="right", overflow="fold")
     for key, stats in summary["metrics"].items():
-        std = "" if stats["std"] is None else f" +- {100 * stats['std']:.2f}"
+        std = "" if stats["std"] is None else f" ± {100 * stats['std']:.2f}"
         table.add_row(METRIC_NAMES.get(key, key), f"{100 * stats['mean']:.2f}{std}")
     console.print(table)
     document = {
@@ -84,5 +85,6 @@ def print_matrix_seeds(results: list[dict], out: Path) -> Path:
         labels=_labels(finished[0]),
         title=f"{name}: mean over seeds",
     )
-    console.print(f"seed summary: {path} and {png}")
+    print_path("seed summary:", path)
+    print_path("mean-matrix heatmap:", png)
     return path

@@ -1,4 +1,4 @@
-"""Terminal output of fact learning runs: R, standard vs generalized top-5, transfer, mean +- std over seeds."""
+"""Terminal output of fact learning runs: R, standard vs generalized top-5, transfer, mean ± std over seeds."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from pathlib import Path
 
 from rich.table import Table
 
+from lifelong.commands.run_console import print_path
 from lifelong.commands.terminal import console
 from lifelong.core.files import atomic_write_bytes
 from lifelong.metrics.fact_metric import HEADLINE, summarize_fact_seeds
@@ -25,7 +26,7 @@ def _percent(value: float | None) -> str:
 def print_fact_run(result: dict) -> None:
     """R[i, j] (generalized top-5 % on task j after task i, with b: the untrained model) and the headline figures."""
     R = result.get("fact_R") or []
-    table = Table(title=f"{result['run_id']}  ({result['path']}): generalized top-5 %, R[after, on]")
+    table = Table(title=f"{result['run_id']}: generalized top-5 %, R[after, on]")
     table.add_column("after \\ on", overflow="fold")
     for j in range(len(R)):
         table.add_column(str(j), justify="right")
@@ -42,29 +43,30 @@ def print_fact_run(result: dict) -> None:
         console.print(f"few-shot facts (generalized top-5): {_percent(few)}%")
     if result["events_done"] < result["events_total"]:
         console.print(f"[yellow]stopped after {result['events_done']}/{result['events_total']} events[/]")
-    console.print(f"records, plots and checkpoint: {result['path']} (facts.html: lifelong report {result['path']})")
+    print_path("records, plots and checkpoint:", result["path"])
+    print_path("facts.html:", f"lifelong report {result['path']}")
 
 
 def print_fact_seeds(results: list[dict], out: Path) -> Path | None:
-    """Mean +- std over seeds of the headline figures; written to OUT/<group>-seeds.json."""
+    """Mean ± std over seeds of the headline figures; written to OUT/<group>-seeds.json."""
     stats = summarize_fact_seeds(results)  # over the finished runs
     if not stats:
         console.print("[yellow]no run finished its fact evaluation: nothing to summarise over seeds[/]")
         return None
     finished = [r for r in results if r.get("fact_generalized_mean_over_tasks") is not None]
     name = group_id(finished[0]["run_id"])
-    table = Table(title=f"{name}: {len(finished)} seeds, mean +- std (%)")
+    table = Table(title=f"{name}: {len(finished)} seeds, mean ± std (%)")
     table.add_column("figure", overflow="fold")
-    table.add_column("mean +- std", justify="right")
+    table.add_column("mean ± std", justify="right")
     labels = dict(HEADLINE)
     for key, s in stats.items():
-        std = "" if s["std"] is None else f" +- {100 * s['std']:.2f}"
+        std = "" if s["std"] is None else f" ± {100 * s['std']:.2f}"
         table.add_row(labels[key], f"{100 * s['mean']:.2f}{std}")
     console.print(table)
     document = {"group": name, "runs": [r["run_id"] for r in finished], "seeds": [r.get("seed") for r in finished]}
     path = Path(out) / f"{name}-seeds.json"
     atomic_write_bytes(path, (json.dumps({**document, "metrics": stats}, indent=2) + "\n").encode())
-    console.print(f"seed summary: {path}")
+    print_path("seed summary:", path)
     return path
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lifelong.commands.runner import RunSpec, check_folder, execute
+from lifelong.commands.runner import RunSpec, check_folder, check_learner, execute
 from lifelong.core.executors import Executor
 from lifelong.results.store import ResultsDB
 
@@ -57,6 +57,8 @@ def run_remote(executor: Executor, specs: Sequence[RunSpec]) -> list[dict]:
 
     specs = list(specs)
     summaries: list[dict] = [{} for _ in specs]
+    for spec in specs:  # a refused learner or option is said here, before any folder is made
+        check_learner(spec)
     with ExitStack() as held:
         jobs = []
         for spec in specs:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+from rich.markup import escape
 from rich.table import Table
 
 from lifelong.commands.terminal import console
@@ -12,94 +13,157 @@ from lifelong.commands.terminal import console
 
 def print_run(result: dict) -> None:
     """The per-task table of one run (error and cumulative training FLOPs per evaluated task) and its summary."""
-    table = Table(title=f"{result['run_id']}  ({result['path']})")
-    for column in ("#", "task", "year", "kind", "meta-test", "error", "cum. train FLOPs"):
+    table = Table(title=escape(result["run_id"]))
+    for column in ("#", "task", "year", "kind", "meta-test", "error", "train FLOPs (cum.)"):
         table.add_column(
-            column, justify="right" if column in ("#", "error", "cum. train FLOPs") else "left", overflow="fold"
+            column, justify="right" if column in ("#", "error", "train FLOPs (cum.)") else "left", overflow="fold"
         )
     for record in result["records"]:
         if record["type"] != "predict":
             continue
         table.add_row(
             str(record["event"] // 2),
-            record["task"],
-            str(record["year"] or ""),
+            escape(record["task"]),
+            str(record["year"] or "-"),
             record["task_kind"],
             "yes" if record["meta_test"] else "",
-            f"{record['error']:.4f}",
-            f"{record['cumulative_train_flops']:.3e}",
+            number(record["error"]),
+            number(record["cumulative_train_flops"], "e"),
         )
     console.print(table)
     mean, meta = result["mean_error"], result["meta_test_mean_error"]
     console.print(
-        f"mean error {mean:.4f} over {result['num_evaluated_tasks']} tasks"
+        f"mean error {number(mean)} over {result['num_evaluated_tasks']} tasks"
         + (f"; meta-test mean error {meta:.4f} over {result['num_meta_test_tasks']} tasks" if meta is not None else "")
-        + f"; cumulative training FLOPs {result['cumulative_train_flops']:.3e}"
+        + f"; cumulative training FLOPs {number(result['cumulative_train_flops'], 'e')}"
     )
     if result.get("tasks_missing"):
         missing = result["tasks_missing"]
-        console.print(f"[yellow]{len(missing)} task(s) without data were left out[/] (--allow-missing): {missing[:8]}")
+        listed = ", ".join(missing[:8]) + (", ..." if len(missing) > 8 else "")
+        console.print(f"[yellow]{len(missing)} task(s) without data were left out[/] (--allow-missing): {listed}")
     if result["corrupt_skipped"]:
         console.print(f"[yellow]{result['corrupt_skipped']} corrupt image(s) skipped[/] (per task: events.jsonl)")
     if result["skipped_labels"]:
         console.print(f"{result['skipped_labels']} label(s) had no positive in their split (left out of mAP)")
     if result["events_done"] < result["events_total"]:
         console.print(f"[yellow]stopped after {result['events_done']}/{result['events_total']} events[/]")
-    console.print(f"records, plots and checkpoint: {result['path']}")
+    print_path("records, plots and checkpoint:", result["path"])
 
 
-def print_seed_summary(results: list[dict]) -> None:
-    """Mean +- std (ddof=1) over seeds of the mean error and the cumulative training FLOPs."""
-    errors = np.array([r["mean_error"] for r in results], dtype=float)
-    flops = np.array([r["cumulative_train_flops"] for r in results], dtype=float)
-    console.print(
-        f"over {len(results)} seeds: mean error {errors.mean():.4f} +- {errors.std(ddof=1):.4f}, "
-        f"cumulative training FLOPs {flops.mean():.3e} +- {flops.std(ddof=1):.2e}"
-    )
+def print_path(label: str, path: str | Path, indent: int = 2) -> None:
+    """A label and a path (or any value), the value whole on a line of its own when both do not fit one line.
+
+    Never folded by the console: a value wider than the terminal stays one line, to copy whole.
+    """
+    text = f"{label} {path}"
+    if len(text) > console.width:
+        console.print(label, soft_wrap=True, markup=False, highlight=False)
+        text = " " * indent + str(path)
+    console.print(text, soft_wrap=True, markup=False, highlight=False)
 
 
-def print_results(runs: list[dict], out: Path) -> None:
-    """One row per run recorded in a results directory: status, stream, learner, seed, errors, FLOPs."""
-    table = Table(title=f"runs in {out}")
-    for column in ("run", "status", "stream", "learner", "seed", "mean error", "meta-test error", "train FLOPs"):
-        table.add_column(column, overflow="fold")
-    for row in runs:
-        s = row.get("summary") or {}
-        table.add_row(
-            row["run_id"],
-            row["status"],
-            row["stream"],
-            row["learner"],
-            str(row["seed"]),
-            _format(s.get("mean_error")),
-            _format(s.get("meta_test_mean_error")),
-            _format(s.get("cumulative_train_flops"), "e"),
-        )
-    console.print(table)
-
-
-def _format(value, style: str = "f") -> str:
+def number(value: float | None, style: str = "f") -> str:
+    """A number as the consoles write it: `0.1234`, `1.234e+12` (style "e"), `-` when missing."""
     if value is None:
         return "-"
     return f"{value:.3e}" if style == "e" else f"{value:.4f}"
 
 
+def mean_std(values: list[float], digits: int = 4, style: str = "f", scale: float = 1.0) -> str:
+    """`0.1234 ± 0.0040` over the values (sample std, ddof=1); the mean alone for one value."""
+    present = [v for v in values if v is not None]
+    if not present:
+        return "-"
+    array = np.asarray(present, dtype=float) * scale
+    spec = f".{digits}{style}"
+    if len(array) < 2:
+        return format(float(array.mean()), spec)
+    return f"{format(float(array.mean()), spec)} ± {format(float(array.std(ddof=1)), spec)}"
+
+
+def print_seed_summary(results: list[dict]) -> None:
+    """Mean ± std (ddof=1) over seeds of the mean error and the cumulative training FLOPs."""
+    errors = [r["mean_error"] for r in results]
+    flops = [r["cumulative_train_flops"] for r in results]
+    console.print(f"over {len(results)} seeds (mean ± std):", highlight=False)
+    console.print(f"  mean error {mean_std(errors)}", highlight=False)
+    console.print(f"  cumulative training FLOPs {mean_std(flops, 3, 'e')}", highlight=False)
+
+
+RESULT_COLUMNS = ("run", "status", "error", "train FLOPs")
+
+
+def print_results(runs: list[dict], folder: Path, *, verbose: bool = False) -> None:
+    """One line per run of a results folder: id, status, mean error, training FLOPs (details with `verbose`).
+
+    Fits the console's width: a run id too long for its column goes on a line of its own, never broken.
+    """
+    rows = []
+    for run in runs:
+        s = run.get("summary") or {}
+        rows.append(
+            (run["run_id"], run["status"], number(s.get("mean_error")), number(s.get("cumulative_train_flops"), "e"))
+        )
+    print_path(f"{len(rows)} run{'s' * (len(rows) != 1)} in", folder)
+    if not rows:
+        return
+    rest = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(RESULT_COLUMNS) if i]
+    gap = 2
+    room = max(len(RESULT_COLUMNS[0]), console.width - sum(rest) - gap * len(rest))
+    width = min(room, max(len(RESULT_COLUMNS[0]), *(len(r[0]) for r in rows)))
+
+    def line(cells: tuple[str, ...]) -> str:
+        out = cells[0].ljust(width)
+        for i, (cell, w) in enumerate(zip(cells[1:], rest, strict=True)):
+            out += " " * gap + (cell.ljust(w) if i == 0 else cell.rjust(w))
+        return out.rstrip()
+
+    console.print(line(RESULT_COLUMNS), style="bold", soft_wrap=True, markup=False, highlight=False)
+    for run, row in zip(runs, rows, strict=True):
+        if len(row[0]) > width:
+            console.print(row[0], soft_wrap=True, markup=False, highlight=False)
+            row = ("", *row[1:])
+        console.print(line(row), soft_wrap=True, markup=False, highlight=False)
+        if verbose:
+            for key, value in _details(run):
+                print_path(f"    {key}:", value, indent=6)
+
+
+def _details(run: dict) -> list[tuple[str, str]]:
+    """What `lifelong results -v` adds under a run: setup, meta-test error, events, folder, and any failure."""
+    s = run.get("summary") or {}
+    details = [
+        ("stream", str(run["stream"])),
+        ("learner", str(run["learner"])),
+        ("seed", str(run["seed"])),
+        ("meta-test mean error", number(s.get("meta_test_mean_error"))),
+    ]
+    options = (run.get("config") or {}).get("learner_options") or {}
+    if options:
+        details.append(("learner options", ", ".join(f"{k}={v}" for k, v in sorted(options.items()))))
+    options = (run.get("config") or {}).get("stream_options") or {}
+    if options:
+        details.append(("stream options", ", ".join(f"{k}={v}" for k, v in sorted(options.items()))))
+    if s.get("events_total"):
+        details.append(("events", f"{s.get('events_done', 0)}/{s['events_total']}"))
+    details.append(("folder", str(run["path"])))
+    if s.get("error"):
+        details.append(("error", str(s["error"])))
+    return details
+
+
 def print_provenance(runs: list[dict]) -> None:
     """Per run: CPU, threads, torch and numpy versions, python, and the files it loaded with their sha256."""
-    table = Table(title="provenance")
-    for column in ("run", "cpu", "threads", "torch", "numpy", "python", "files (sha256)"):
-        table.add_column(column, overflow="fold")
     for run in runs:
         found = run.get("provenance") or {}
         machine, versions = found.get("machine") or {}, found.get("versions") or {}
-        files = "\n".join(f"{Path(p).name} {h[:12]}" for p, h in (found.get("files") or {}).items()) or "-"
-        table.add_row(
-            run["run_id"],
-            str(machine.get("cpu", "-")),
-            str(machine.get("threads", "-")),
-            str(versions.get("torch", "-")),
-            str(versions.get("numpy", "-")),
-            str(found.get("python") or "-"),
-            files,
-        )
-    console.print(table)
+        print_path("provenance of", run["run_id"])
+        lines = [
+            ("cpu:", f"{machine.get('cpu') or '-'}, {machine.get('threads') or '-'} thread(s)"),
+            ("versions:", f"torch {versions.get('torch') or '-'}, numpy {versions.get('numpy') or '-'}"),
+            ("python:", str(found.get("python") or "-")),
+        ]
+        files = found.get("files") or {}
+        lines += [(f"file {Path(p).name}", f"sha256 {h[:12]}") for p, h in files.items()] or [("files:", "-")]
+        for label, value in lines:
+            print_path(f"    {label}", value, indent=6)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import shutil
+import signal
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,12 +24,12 @@ from lifelong.metrics.base import Metric
 from lifelong.metrics.registry import make_metrics
 from lifelong.metrics.stream import default_metrics
 from lifelong.report.plots import plot_accuracy_matrix, plot_run
+from lifelong.results.ids import run_id
 from lifelong.results.lock import LOCK_FILE, run_folder_lock
 from lifelong.results.store import ResultsDB, RunFolder
 from lifelong.run.checkpoint import CheckpointStore
 from lifelong.run.environment import run
 from lifelong.suites import classify_stream, get_stream
-from lifelong.suites.names import stream_label
 from lifelong.training.devices import Accelerator, use_accelerator
 from lifelong.training.loop import set_torch_threads
 
@@ -38,7 +39,7 @@ PREDICTIONS_DIR = "predictions"
 
 @dataclass(frozen=True)
 class RunSpec:
-    """Everything that defines a run; the run id derives from stream, learner and seed."""
+    """Everything that defines a run; the run id derives from stream, learner, their options, split and seed."""
 
     stream: str = "mini"
     learner: str = "independent"
@@ -70,14 +71,33 @@ class RunSpec:
 
     @property
     def run_id(self) -> str:
-        stream = stream_label(self.stream)
-        final = "-final" if self.eval_split == "test" else ""
-        variant = "".join(f"-{k}={v}" for k, v in sorted(self.stream_options.items()))
-        return f"{stream}{variant}-{self.learner}-seed{self.seed}{final}".replace("/", "_")
+        """Readable parts plus, when options are set, a short hash of the setup (lifelong.results.ids)."""
+        return run_id(
+            self.stream,
+            self.learner,
+            self.seed,
+            eval_split=self.eval_split,
+            stream_options=self.stream_options,
+            learner_options=self.learner_options,
+        )
 
     @property
     def folder(self) -> Path:
         return Path(self.out) / self.run_id
+
+
+def finished_means_exit_0() -> None:
+    """Once a command's runs are done and saved, a late Ctrl-C or SIGTERM (while it prints) ends it with exit 0.
+
+    Before this, SIGINT and SIGTERM interrupt the run (exit 130, resumable); after it, there is nothing left to
+    interrupt, so the command stops at once and reports success. Call it from the main thread.
+    """
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, _exit_0)
+
+
+def _exit_0(signum: int, frame: object) -> None:
+    raise SystemExit(0)
 
 
 class RunExistsError(FileExistsError):
@@ -89,23 +109,29 @@ def execute(spec: RunSpec, metrics: Sequence[Metric] = ()) -> dict:
 
     Every run reports the default metrics (lifelong.metrics.stream.default_metrics), then the registered metrics
     named in `spec.metrics`, then `metrics` given here (Metric objects, as dm_nevis's environment receives them).
+    Everything that can refuse the run (options, learner, stream, data, label space, an existing run) is checked
+    before the run folder is made: a refused run leaves nothing behind.
     """
     if spec.threads < 1:
-        raise ValueError(f"threads must be >= 1, got {spec.threads}")
+        raise ValueError(f"--threads must be >= 1, got {spec.threads}")
     out = Path(spec.out)
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {str(out)!r} is a file; give the folder that holds (or will hold) run folders")
-    with run_folder_lock(spec.folder):
-        return _execute_held(spec, metrics)
-
-
-def _execute_held(spec: RunSpec, metrics: Sequence[Metric]) -> dict:
-    """`execute` while this process holds the run folder's lock."""
+    check_folder(spec)  # an existing run without --resume/--overwrite, or a resume with another setup
     set_torch_threads(spec.threads)  # same seed AND same threads give identical numbers
     use_accelerator(spec.accelerator)  # on this machine: a Ray worker without a GPU runs "auto" on its CPU
-    folder_path = spec.folder
-    checkpoint = CheckpointStore(folder_path / CHECKPOINT_FILE)
-    _prepare_folder(spec, folder_path)
+    stream, learner, registered = _build(spec)
+    with run_folder_lock(spec.folder):
+        return _execute_held(spec, stream, learner, [*default_metrics(stream), *registered, *metrics])
+
+
+def check_learner(spec: RunSpec) -> None:
+    """Refuse an unknown learner or option, or a bad option value, before anything is written (builds it once)."""
+    make_learner(spec.learner, **spec.learner_options)
+
+
+def _build(spec: RunSpec) -> tuple[Stream, Any, list[Metric]]:
+    """The run's stream, learner (checked against the stream's label space) and registered metrics."""
     stream = get_stream(
         spec.stream,
         eval_split=spec.eval_split,
@@ -115,7 +141,17 @@ def _execute_held(spec: RunSpec, metrics: Sequence[Metric]) -> dict:
         **_stream_options(spec),
     )
     learner = make_learner(spec.learner, **spec.learner_options)
-    run_metrics = [*default_metrics(stream), *make_metrics(spec.metrics, stream), *metrics]
+    check_tasks = getattr(learner, "check_tasks", None)
+    if check_tasks is not None:
+        check_tasks([t.key for t in stream.tasks])  # a learner that cannot learn this stream says so now
+    return stream, learner, list(make_metrics(spec.metrics, stream))
+
+
+def _execute_held(spec: RunSpec, stream: Stream, learner: Any, run_metrics: list[Metric]) -> dict:
+    """`execute` while this process holds the run folder's lock."""
+    folder_path = spec.folder
+    checkpoint = CheckpointStore(folder_path / CHECKPOINT_FILE)
+    _prepare_folder(spec, folder_path)
     folder = RunFolder(folder_path)
     db = ResultsDB(Path(spec.out))
     resuming = spec.resume and checkpoint.exists()

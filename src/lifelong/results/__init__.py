@@ -1,9 +1,9 @@
 """Results of runs: run folders and the shared SQLite index (store), and reading runs back (runs)."""
 
+from lifelong.results.ids import group_id, run_id
 from lifelong.results.runs import (
     RUN_FILE,
     RunData,
-    group_id,
     load_matrix_runs,
     read_provenance,
     read_run,
@@ -23,6 +23,7 @@ __all__ = [
     "RunFolder",
     "read_provenance",
     "read_run",
+    "run_id",
     "summarize_run",
     "summarize_runs",
 ]

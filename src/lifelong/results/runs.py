@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from lifelong.metrics.stream import StreamSummary
-from lifelong.results.store import EVENTS_FILE, RunFolder
+from lifelong.results.ids import group_id
+from lifelong.results.store import DB_FILE, EVENTS_FILE, ResultsDB, RunFolder
 
 RUN_FILE = "run.json"
 
@@ -104,6 +104,89 @@ def run_folders(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
     return list(dict.fromkeys(found))
 
 
+def find_runs(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[Path], list[str]]:
+    """The run folders among `paths` (a parent folder by its run folders) and one note per folder holding no run.
+
+    Plain files (a glob that also catches `results.sqlite` or `*-seeds.json`) and hidden folders are passed over
+    in silence; a folder with no run in it (empty, or left by a run refused before it started) or with a run that
+    recorded no event yet is skipped with a note. A path that does not exist, and one run id in two folders, are
+    errors that name the paths.
+    """
+    found: list[Path] = []
+    notes: list[str] = []
+
+    def consider(folder: Path, given: bool) -> None:
+        if (folder / RUN_FILE).is_file():
+            if (folder / EVENTS_FILE).is_file():
+                found.append(folder)
+            else:
+                notes.append(f"skipped {folder}: its run recorded no event yet")
+        elif given and any((child / RUN_FILE).is_file() for child in _subfolders(folder)):
+            for child in _subfolders(folder):
+                consider(child, given=False)
+        else:
+            notes.append(f"skipped {folder}: holds no run")
+
+    for given in map(Path, paths):
+        if not given.exists():
+            raise FileNotFoundError(f"{given} does not exist; give run folders, their parent folder, or a glob")
+        if given.is_dir():
+            consider(given, given=True)
+    unique: dict[Path, Path] = {}
+    for folder in found:  # each folder once, however it was spelled
+        unique.setdefault(folder.resolve(), folder)
+    found = list(unique.values())
+    _check_unique_ids(found)
+    return found, list(dict.fromkeys(notes))
+
+
+def recorded_runs(folder: str | os.PathLike[str]) -> tuple[list[dict[str, Any]], list[str]]:
+    """The runs a results folder's database records, oldest first, and one note per folder holding no run.
+
+    A database row whose folder holds no run.json (a run refused before it started, or a folder deleted since)
+    and a subfolder that holds no run (an empty folder left behind) are skipped with a note each.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"runs folder {folder} does not exist; `lifelong run --out {folder}` makes it")
+    if not (folder / DB_FILE).is_file():
+        raise FileNotFoundError(f"no results database in {folder}; run `lifelong run --out {folder}` first")
+    runs, notes, named = [], [], set()
+    for row in ResultsDB(folder).runs():
+        run_folder = folder / Path(row["path"]).name
+        named.add(run_folder.name)
+        if (run_folder / RUN_FILE).is_file():
+            runs.append(row)
+        elif run_folder.is_dir():
+            notes.append(f"skipped {run_folder}: holds no run (recorded as {row['status']})")
+        else:
+            notes.append(f"skipped {row['run_id']}: recorded, but its folder {run_folder} is gone")
+    for child in _subfolders(folder):
+        if child.name not in named and not (child / RUN_FILE).is_file():
+            notes.append(f"skipped {child}: holds no run")
+    return runs, notes
+
+
+def _subfolders(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+def _check_unique_ids(folders: list[Path]) -> None:
+    """One run id, one folder: a report or summary names each run by its id."""
+    seen: dict[str, Path] = {}
+    for folder in folders:
+        try:
+            name = str(json.loads((folder / RUN_FILE).read_text()).get("run_id") or folder.name)
+        except (OSError, ValueError, AttributeError):
+            name = folder.name
+        if name in seen and seen[name].resolve() != folder.resolve():
+            raise ValueError(
+                f"two folders hold run {name}: {seen[name]} and {folder}; give one of them (runs are named by "
+                "their id), e.g. report each results folder on its own"
+            )
+        seen.setdefault(name, folder)
+
+
 def load_matrix_runs(run_dirs: Iterable[str | os.PathLike[str]]) -> list[dict]:
     """Finished accuracy-matrix runs from run folders (or their parent folder), for a seed summary of one group."""
     run_dirs = [Path(p) for p in run_dirs]  # read twice below: a generator would be spent after the first
@@ -121,19 +204,14 @@ def load_matrix_runs(run_dirs: Iterable[str | os.PathLike[str]]) -> list[dict]:
         info = json.loads((folder / RUN_FILE).read_text())
         results.append({**summary, "labels": [t["uid"] for t in info["stream"]["tasks"]]})
     if not results:
-        raise FileNotFoundError(f"no finished accuracy-matrix run folder in {[str(p) for p in run_dirs]}")
+        raise FileNotFoundError(f"no finished accuracy-matrix run folder in {', '.join(map(str, run_dirs))}")
     groups = sorted({group_id(r["run_id"]) for r in results})
     if len(groups) > 1:
         raise ValueError(
-            f"these runs belong to different groups (stream, protocol, learner): {groups}; "
-            "summarise one group at a time, e.g. lifelong matrix-summary RUNS/<group>-seed*"
+            f"these runs belong to different setups (stream, protocol, learner, options): {', '.join(groups)}; "
+            "summarise one setup at a time, e.g. lifelong matrix-summary RUNS/<setup>-seed*"
         )
     return results
-
-
-def group_id(run_id: str) -> str:
-    """The run id without its seed: the name of a group of seeds."""
-    return re.sub(r"-seed\d+", "", run_id)
 
 
 def read_provenance(run_dir: str | os.PathLike[str]) -> dict[str, Any]:

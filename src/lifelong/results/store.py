@@ -245,8 +245,8 @@ class ResultsDB:
             row = con.execute("SELECT stream, learner, seed FROM runs WHERE run_id = ?", (run_id,)).fetchone()
             if row is not None and tuple(row) != (stream, learner, int(seed)):
                 raise ValueError(
-                    f"run {run_id!r} exists with stream/learner/seed {tuple(row)}, "
-                    f"not {(stream, learner, int(seed))}; use a new run id"
+                    f"{self.path} records run {run_id} with stream {row[0]}, learner {row[1]}, seed {row[2]}, "
+                    f"not stream {stream}, learner {learner}, seed {int(seed)}; write this run to another --out"
                 )
             con.execute(
                 "INSERT INTO runs (run_id, stream, learner, seed, status, created, updated, path, config)"

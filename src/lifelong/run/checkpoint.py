@@ -27,6 +27,7 @@ class Checkpoint:
     metric_states: list[Any] = field(default_factory=list)
     records: list[dict] = field(default_factory=list)
     version: int = FORMAT_VERSION
+    timing: dict = field(default_factory=dict)  # seconds spent on the checkpointed events, over every session
 
 
 class CheckpointStore:

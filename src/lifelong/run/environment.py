@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import shutil
 import time
@@ -53,7 +54,9 @@ def run(
     """Run `learner` over `stream`; with `checkpoint`, save after every event and (with `resume`) continue.
 
     Timing separates the learner's train/predict calls, loading task data, and the environment's own overhead
-    (validation, metrics, checkpoints, the `on_record` sink).
+    (validation, metrics, checkpoints, the `on_record` sink). A resumed run's timing covers the whole run: the
+    checkpoint carries the seconds of the events before it (the unfinished event a kill cut short is not counted),
+    and `sessions` counts the processes that ran events.
 
     `on_predictions(record, scores, labels)` receives every prediction event's validated scores and the split's
     labels before the event is checkpointed (a sink that saves them is then never behind the checkpoint).
@@ -77,6 +80,7 @@ def run(
         state = Checkpoint(stream.name, uids, learner_name, seed, metric_states=[m.init() for m in metrics])
         learner_state = learner.init(seed)
 
+    before = dict(getattr(state, "timing", None) or {})  # checkpoints older than the field have none
     learner_seconds = data_seconds = 0.0
     started = time.perf_counter()
     pending = events[state.next_event :]
@@ -105,27 +109,40 @@ def run(
             state.records.append(record)
             state.learner_state = learner_state
             state.next_event = event.index + 1
+            state.timing = _timing(before, time.perf_counter() - started, learner_seconds, data_seconds)
             if checkpoint is not None:
                 checkpoint.save(state)
             if workdir is not None:
                 shutil.rmtree(workdir, ignore_errors=True)
+                with contextlib.suppress(OSError):
+                    workdir.parent.rmdir()  # the work/ folder too, once it holds no task's files
             if on_record is not None:
                 on_record(record)
         if pending:
             bar(1)
-    total = time.perf_counter() - started
+    timing = before
+    if pending or not before:
+        timing = _timing(before, time.perf_counter() - started, learner_seconds, data_seconds)
     summary: dict = {}
     for metric, metric_state in zip(metrics, state.metric_states, strict=True):
         summary.update(metric.compute(metric_state))
     summary["events_done"] = state.next_event
     summary["events_total"] = len(events)
-    timing = {
-        "total_seconds": total,
-        "learner_seconds": learner_seconds,
-        "data_seconds": data_seconds,
-        "overhead_seconds": total - learner_seconds - data_seconds,
-    }
     return RunResult(records=list(state.records), summary=summary, learner_state=learner_state, timing=timing)
+
+
+def _timing(before: dict, total: float, learner: float, data: float) -> dict:
+    """This session's seconds added to those of the sessions `before` it (empty for a run's first session)."""
+    total += before.get("total_seconds", 0.0)
+    learner += before.get("learner_seconds", 0.0)
+    data += before.get("data_seconds", 0.0)
+    return {
+        "total_seconds": total,
+        "learner_seconds": learner,
+        "data_seconds": data,
+        "overhead_seconds": total - learner - data,
+        "sessions": int(before.get("sessions", 0)) + 1,
+    }
 
 
 def _run_event(
