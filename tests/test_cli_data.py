@@ -83,7 +83,9 @@ def test_streams_json_lists_mini_with_its_counts():
 def test_streams_table_names_mini():
     result = _invoke("streams")
     assert result.exit_code == 0, result.output
-    assert "mini" in result.output and "meta_test" in result.output
+    assert "mini" in result.output and "tasks" in result.output
+    verbose = _invoke("streams", "-v")  # the meta-train / meta-test counts: -v (or --json)
+    assert verbose.exit_code == 0 and "train" in verbose.output and "test" in verbose.output
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -173,7 +175,7 @@ def test_inspect_corrupt_file_names_it_or_skips_it(folder):
     bad = write_corrupt_png(folder / "dog" / "bad.png")
     result = _invoke("data", "inspect", f"folder:{folder}")
     assert result.exit_code == 2
-    assert str(bad) in _squash(result.output) and "skip_corrupt" in _squash(result.output)
+    assert str(bad) in _squash(result.output) and "--skip-corrupt" in _squash(result.output)
     result = _invoke("data", "inspect", f"folder:{folder}", "--skip-corrupt", "--json")
     assert result.exit_code == 0, result.output
     info = json.loads(result.output)

@@ -65,7 +65,8 @@ def test_report_over_two_runs(tmp_path):
     result = invoke("report", *runs, "--out", tmp_path / "report")
     assert result.exit_code == 0, result.output
     page = (tmp_path / "report" / "index.html").read_text()
-    assert "pair-independent-seed0" in page and "error_vs_cflop.png" in page
+    assert all(run.name in page for run in runs) and 'href="nevis.html"' in page  # task streams: their own page
+    assert "error_vs_cflop.png" in (tmp_path / "report" / "nevis.html").read_text()
     missing = invoke("report", tmp_path / "nope", "--out", tmp_path / "r2")
     assert missing.exit_code == 2
 
@@ -125,4 +126,4 @@ def test_transfer_matrix_command(tmp_path):
     matrix = json.loads(out.read_text())
     assert matrix["tasks"] == ["letters", "digits"]
     assert matrix["matrix"][0][0] == 0.0 and isinstance(matrix["matrix"][0][1], float)
-    assert Path(str(out.with_suffix(".cache"))).is_dir()
+    assert not Path(f"{out}.work").exists()  # the work folder goes once the matrix is written

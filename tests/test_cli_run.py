@@ -39,7 +39,7 @@ def test_run_mini_writes_records_plots_and_database(tmp_path):
     summary = json.loads((folder / "summary.json").read_text())
     assert summary["num_evaluated_tasks"] == 9 and summary["num_meta_test_tasks"] == 3
 
-    listed = invoke("results", "--out", tmp_path, "--json")
+    listed = invoke("results", tmp_path, "--json")
     runs = json.loads(listed.output)
     assert [(r["run_id"], r["status"]) for r in runs] == [("mini-nearest-mean-seed0", "finished")]
     assert runs[0]["summary"]["mean_error"] == pytest.approx(summary["mean_error"])
@@ -85,7 +85,9 @@ def test_ray_executor_from_the_command_line(tmp_path):
 def test_ctrl_c_leaves_a_resumable_run(tmp_path):
     command = [sys.executable, "-m", "lifelong.cli", "run", "--out", str(tmp_path), "-o", "epochs=1"]
     child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    events = tmp_path / "mini-independent-seed0" / "events.jsonl"
+    from lifelong.commands.runner import RunSpec
+
+    events = tmp_path / RunSpec(learner_options={"epochs": 1}).run_id / "events.jsonl"  # -o: the id has a hash
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline and not (events.exists() and events.read_text().count("\n") >= 2):
         time.sleep(0.1)

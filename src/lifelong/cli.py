@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import json
 import signal
 from pathlib import Path
@@ -21,7 +20,8 @@ from lifelong.commands.device_options import (
     PrecisionOption,
 )
 from lifelong.commands.facts import facts_app
-from lifelong.commands.terminal import console, fail
+from lifelong.commands.outputs import OverwriteOption, ResumeOption, SkipCorruptOption
+from lifelong.commands.terminal import console, fail, note
 
 app = typer.Typer(
     help="Lifelong benchmarking of visual learners: task streams, compute-aware results.",
@@ -42,7 +42,7 @@ def _parse_options(pairs: list[str]) -> dict:
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
-            raise typer.BadParameter(f"option {pair!r} must look like KEY=VALUE, e.g. epochs=2")
+            raise fail(f"option {pair!r} must look like KEY=VALUE, e.g. -o epochs=2 or -s split_seed=1")
         try:
             options[key] = json.loads(value)
         except json.JSONDecodeError:
@@ -96,7 +96,7 @@ def run_command(
     from lifelong.commands.device_options import accelerator_specs, check_ray_gpus
     from lifelong.commands.remote_runs import run_specs
     from lifelong.commands.run_console import print_run, print_seed_summary
-    from lifelong.commands.runner import RunExistsError, RunSpec
+    from lifelong.commands.runner import RunExistsError, RunSpec, finished_means_exit_0
     from lifelong.core.executors import WorkerLostError, make_executor
     from lifelong.results.lock import RunFolderBusyError
     from lifelong.run.environment import EventError
@@ -144,6 +144,9 @@ def run_command(
             executor, address=ray_address, num_cpus=num_cpus, cpus_per_item=threads, gpus_per_item=gpus_per_trial
         )
         results = run_specs(runner, specs)  # on Ray, each run's folder and records land in --out as it ends
+        shutdown = getattr(runner, "shutdown", None)
+        if shutdown is not None:
+            shutdown()
     except KeyboardInterrupt:
         kept = "Every completed event is checkpointed." if executor == "local" else "Finished runs are in --out."
         console.print(f"[yellow]Interrupted.[/] {kept} Resume with the same command plus [bold]--resume[/].")
@@ -152,6 +155,7 @@ def run_command(
         raise fail(exc) from None
     except WorkerLostError as exc:  # Ray lost a run's worker or node more often than it retries
         raise fail(exc) from None
+    finished_means_exit_0()  # the work is saved: a signal from now on ends the command with success
     from lifelong.commands.fact_console import is_fact_result
 
     if results and is_fact_result(results[0]):
@@ -177,42 +181,108 @@ def run_command(
 
 
 @app.command("streams")
-def streams_command(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
-    """List the built-in streams with task, meta-train and meta-test counts."""
+def streams_command(
+    name: str = typer.Argument(None, metavar="[NAME]", help="A stream: show its -s options instead."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON (every column)."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Counts per part and years (no descriptions)."),
+) -> None:
+    """List the built-in streams with their task counts, or one stream's -s options."""
     from lifelong.suites import describe_stream, get_stream, stream_descriptions
 
+    descriptions = stream_descriptions()
+    if name is not None:
+        _stream_options(name, descriptions, as_json)
+        return
     rows = []
-    for name, desc in stream_descriptions().items():
+    for stream, desc in descriptions.items():
         try:  # listed by the name `--stream` takes (a temporal stream's own name adds its protocol)
-            rows.append({**describe_stream(get_stream(name)), "name": name, "description": desc})
+            rows.append({**describe_stream(get_stream(stream)), "name": stream, "description": desc})
         except FileNotFoundError:  # a stream read from a data folder that is not there (e.g. clear)
             empty = dict.fromkeys(("tasks", "meta_train", "meta_test", "multi_label"), "-")
-            rows.append({"name": name, **empty, "missing": None, "years": None, "description": desc + " [no data]"})
+            rows.append({"name": stream, **empty, "missing": None, "years": None, "description": desc + " [no data]"})
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
         return
-    table = Table(title="streams")
-    columns = ("name", "tasks", "meta_train", "meta_test", "multi_label", "description")
+    title = "streams (train, test: meta-train, meta-test tasks; multi: multi-label)" if verbose else "streams"
+    table = Table(title=title, title_justify="left")
+    table.add_column("name", no_wrap=True)
+    columns = ("tasks", "meta_train", "meta_test", "multi_label", "years") if verbose else ("tasks",)
+    headers = {"meta_train": "train", "meta_test": "test", "multi_label": "multi"}
     for column in columns:
-        table.add_column(column, overflow="fold")
+        table.add_column(headers.get(column, column), justify="right", no_wrap=True)
+    if not verbose:
+        table.add_column("description")
     for row in rows:
-        table.add_row(
-            *(str(row[c]) for c in ("name", "tasks", "meta_train", "meta_test", "multi_label", "description"))
-        )
+        years = "-".join(str(y) for y in row["years"] or () if y is not None) or "-"
+        cells = [years if c == "years" else str(row[c]) for c in columns]
+        table.add_row(row["name"], *cells, *([] if verbose else [escape(row["description"])]))
     console.print(table)
+    console.print("One stream's -s options: lifelong streams NAME. More columns: -v or --json.")
+
+
+def _stream_options(name: str, descriptions: dict[str, str], as_json: bool) -> None:
+    """`lifelong streams NAME`: the stream's description and its -s options."""
+    from lifelong.core.suggest import did_you_mean
+    from lifelong.suites import stream_options
+
+    if name not in descriptions:
+        raise fail(f"unknown stream {name!r}{did_you_mean(name, descriptions)}; see `lifelong streams`")
+    rows = stream_options(name)
+    if as_json:
+        typer.echo(json.dumps({"name": name, "description": descriptions[name], "options": rows}, indent=2))
+        return
+    console.print(f"[bold]{escape(name)}[/]: {escape(descriptions[name])}")
+    _print_options(rows, f"lifelong run --stream {name} -s KEY=VALUE")
+
+
+def _print_options(rows: list[dict], usage: str) -> None:
+    """Options as `NAME: TYPE, default D` lines with their help indented below (whole words at any width)."""
+    import textwrap
+
+    console.print(escape(usage))
+    if not rows:
+        console.print("  (no options)")
+        return
+    width = max(console.width, 40)
+    for row in rows:
+        default = "" if row["default"] == "-" else f", default {row['default']}"
+        console.print(f"  [bold]{escape(row['name'])}[/]: {escape(row['type'])}{escape(default)}", soft_wrap=True)
+        if row["help"] != "-":
+            lines = textwrap.wrap(row["help"], width - 6, break_long_words=False, break_on_hyphens=False)
+            console.print("\n".join("      " + escape(line) for line in lines), soft_wrap=True)
 
 
 @app.command("learners")
-def learners_command() -> None:
-    """List the learners `lifelong run --learner` accepts."""
-    from lifelong.learners import describe_learners
+def learners_command(
+    name: str = typer.Argument(None, metavar="[NAME]", help="A learner: show its -o options instead."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """List the learners `lifelong run --learner` accepts, or one learner's -o options."""
+    from lifelong.learners import LEARNERS, describe_learners, learner_options
 
-    table = Table(title="learners")
-    table.add_column("name", overflow="fold")
-    table.add_column("description", overflow="fold")
-    for name, description in describe_learners():
-        table.add_row(name, description)
+    if name is not None:
+        from lifelong.core.suggest import did_you_mean
+
+        names = LEARNERS.names()
+        if name not in names:
+            raise fail(f"unknown learner {name!r}{did_you_mean(name, names)}; see `lifelong learners`")
+        rows = learner_options(name)
+        if as_json:
+            typer.echo(json.dumps({"name": name, "options": rows}, indent=2))
+            return
+        _print_options(rows, f"lifelong run --learner {name} -o KEY=VALUE")
+        return
+    described = describe_learners()
+    if as_json:
+        typer.echo(json.dumps([{"name": n, "description": d} for n, d in described], indent=2))
+        return
+    table = Table(title="learners", title_justify="left")
+    table.add_column("name", no_wrap=True)
+    table.add_column("description")
+    for learner, description in described:
+        table.add_row(learner, escape(description))
     console.print(table)
+    console.print("One learner's -o options: lifelong learners NAME.")
 
 
 @data_app.command("inspect")
@@ -231,12 +301,45 @@ def data_inspect_command(
     if as_json:
         typer.echo(json.dumps(info, indent=2, default=str))
         return
-    table = Table(title=source, show_header=False)
-    table.add_column("what", overflow="fold")
-    table.add_column("value", overflow="fold")
+    console.print(escape(source), soft_wrap=True)
+    _print_fields(info)
+
+
+def _plain(value: object) -> str:
+    """A value in plain words: `-` for None, lists comma-separated, no Python reprs."""
+    if value is None:
+        return "-"
+    if isinstance(value, list | tuple):
+        return ", ".join(_plain(v) for v in value) or "-"
+    if isinstance(value, dict):
+        items = "; ".join(f"{k}={_plain(v)}" for k, v in value.items())
+        return f"({items})" if items else "-"
+    return str(value)
+
+
+def _print_fields(info: dict, prefix: str = "") -> None:
+    """`key: value` lines, nested dicts as `key.sub`, wrapped between words only (paths stay whole)."""
+    import textwrap
+
+    width = max(console.width, 40)
     for key, value in info.items():
-        table.add_row(escape(str(key)), escape(str(value)))
-    console.print(table)
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and value and name in ("notes", "image_size"):  # notes.source, ...
+            _print_fields(value, f"{name}.")
+            continue
+        if isinstance(value, dict) and value:  # per_class: A=100, B=100
+            shown = ", ".join(f"{k}={_plain(v)}" for k, v in value.items())
+        else:
+            shown = _plain(value)
+        text = textwrap.fill(
+            f"{name}: {shown}",
+            width - 2,
+            initial_indent="  ",
+            subsequent_indent="      ",
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
+        console.print(escape(text), soft_wrap=True)
 
 
 @data_app.command("status")
@@ -246,8 +349,18 @@ def data_status_command(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Which tasks of a stream have data, which are missing, and what to provide for each."""
-    from lifelong.suites.nevis import data_status
+    from lifelong.core.suggest import did_you_mean
+    from lifelong.data.roots import DATA_ENV, resolve_data_root
+    from lifelong.suites.nevis import Variant, data_status, parse_variant
 
+    try:
+        parse_variant(stream)
+    except ValueError:
+        names = [f"nevis-{v.value}" for v in Variant]
+        raise fail(
+            f"data status covers the Nevis'22 streams, not {stream!r}{did_you_mean(stream, names)}: "
+            f"{', '.join(names)} (offline streams such as mini need no data)"
+        ) from None
     try:
         rows = data_status(stream, data_root)
     except (FileNotFoundError, ValueError) as exc:
@@ -255,16 +368,30 @@ def data_status_command(
     if as_json:
         typer.echo(json.dumps(rows, indent=2, default=str))
         return
+    root = resolve_data_root(data_root)
+    console.print(f"data root: {escape(str(root))}", soft_wrap=True)
+    if not root.is_dir():
+        note(f"data root {root} does not exist; set --data-root or ${DATA_ENV}")
     available = sum(r["available"] for r in rows)
-    table = Table(title=f"{stream}: {available}/{len(rows)} tasks have data")
-    for column in ("task", "year", "data", "source, or the folder to provide", "dataset"):
-        table.add_column(column, overflow="fold")
+    table = Table(title=f"{stream}: {available}/{len(rows)} tasks have data", title_justify="left")
+    table.add_column("task", no_wrap=True)
+    table.add_column("year", no_wrap=True)
+    table.add_column("data", no_wrap=True)
+    table.add_column("dataset")
     for r in rows:
-        where = r["source"] if r["available"] else r["expected"]
         state = "yes" if r["available"] else "[red]missing[/]"
-        table.add_row(r["uid"], str(r["year"]), state, escape(str(where)), escape(r["published"]))
+        table.add_row(escape(r["uid"]), str(r["year"]), state, escape(r["published"]))
     console.print(table)
+    if available:  # paths on lines of their own, never folded, so that they can be copied
+        console.print("Found (task: source):")
+        for r in rows:
+            if r["available"]:
+                console.print(f"  {escape(r['uid'])}: {escape(str(r['source']))}", soft_wrap=True)
     if available < len(rows):
+        console.print("Missing (task: the folder to provide):")
+        for r in rows:
+            if not r["available"]:
+                console.print(f"  {escape(r['uid'])}: {escape(str(r['expected']))}", soft_wrap=True)
         console.print("Each missing folder may hold any of these layouts:")
         for layout in rows[0]["layouts"]:
             console.print(f"  - {escape(layout)}")
@@ -277,13 +404,21 @@ def report_command(
     reference: str = typer.Option(None, "--reference", help="Run id or learner for regret (default: independent)."),
 ) -> None:
     """One HTML page comparing runs: error vs cFLOP with the Pareto front, per-task error, regret, slices."""
+    from lifelong.commands.terminal import note
     from lifelong.report.html import write_report
+    from lifelong.results.runs import find_runs
 
     try:
-        page = write_report(run_dirs, out, reference=reference)
+        folders, skipped = find_runs(run_dirs)
+        for line in skipped:
+            note(line)
+        if not folders:
+            given = ", ".join(map(str, run_dirs))
+            raise FileNotFoundError(f"no run in {given}; give folders written by `lifelong run`, or their parent")
+        page = write_report(folders, out, reference=reference)
     except (FileNotFoundError, ValueError) as exc:
         raise fail(exc) from None
-    console.print(f"report: {page}")
+    console.print(f"report: {page}", soft_wrap=True, highlight=False)
 
 
 @app.command("pretrain")
@@ -296,6 +431,9 @@ def pretrain_cli(
     seed: int = typer.Option(0, "--seed"),
     option: list[str] = typer.Option([], "--option", "-o", help="Source option KEY=VALUE, e.g. n_per_class=300."),
     threads: int = typer.Option(1, "--threads", min=1, help="Torch threads. Same seed + threads = same weights."),
+    resume: ResumeOption = False,
+    overwrite: OverwriteOption = False,
+    skip_corrupt: SkipCorruptOption = False,
     device: DeviceOption = "auto",
     precision: PrecisionOption = "auto",
     compile: CompileOption = False,
@@ -305,13 +443,30 @@ def pretrain_cli(
     from lifelong.commands.device_options import accelerator_from
     from lifelong.commands.pretraining import pretrain_command
 
+    options = _parse_options(option)
     try:
         accelerator_from(device, precision, compile, channels_last)
         info = pretrain_command(
-            source, out, architecture, epochs, resolution, seed, _parse_options(option), threads=threads
+            source,
+            out,
+            architecture,
+            epochs,
+            resolution,
+            seed,
+            options,
+            threads=threads,
+            resume=resume,
+            overwrite=overwrite,
+            skip_corrupt=skip_corrupt,
         )
     except (FileNotFoundError, ValueError) as exc:
         raise fail(exc) from None
+    except KeyboardInterrupt:
+        from lifelong.commands.outputs import work_folder
+
+        kept = "Finished trials are kept: add [bold]--resume[/] to continue." if work_folder(out).exists() else ""
+        console.print(f"[yellow]Interrupted.[/] {kept}".rstrip())
+        raise typer.Exit(130) from None
     console.print_json(json.dumps(info, default=str))
 
 
@@ -320,7 +475,7 @@ def matrix_summary_cli(
     run_dirs: list[Path] = typer.Argument(..., help="Run folders of one stream, protocol and learner (one per seed)."),
     out: Path = typer.Option(Path("."), "--out", help="Folder for <group>-seeds.json and its heatmap."),
 ) -> None:
-    """Mean +- std over seeds of accuracy-matrix (CLEAR) runs, e.g. seeds run by separate commands."""
+    """Mean ± std over seeds of accuracy-matrix (CLEAR) runs, e.g. seeds run by separate commands."""
     from lifelong.commands.accuracy_matrix_console import print_matrix_seeds
     from lifelong.results import load_matrix_runs
 
@@ -342,6 +497,9 @@ def pretrain_ssl_cli(
     threads: int = typer.Option(1, "--threads", min=1, help="Torch threads. Same seed + threads = same weights."),
     data_root: Path = typer.Option(None, "--data-root", help="Datasets folder (for --stream clear)."),
     stream_option: list[str] = typer.Option([], "--stream-option", "-s", help="Source option KEY=VALUE."),
+    resume: ResumeOption = False,
+    overwrite: OverwriteOption = False,
+    skip_corrupt: SkipCorruptOption = False,
     device: DeviceOption = "auto",
     precision: PrecisionOption = "auto",
     compile: CompileOption = False,
@@ -349,7 +507,7 @@ def pretrain_ssl_cli(
 ) -> None:
     """Self-supervised (SimCLR) pretraining on a bucket's unlabeled images, for `-o encoder=PATH` (linear regime).
 
-    Interrupted? Run the same command again: it resumes from OUT.work after the last finished epoch.
+    Interrupted? Run the same command with --resume: it continues from <OUT>.work after the last finished epoch.
     """
     from lifelong.commands.device_options import accelerator_from
     from lifelong.commands.pretraining import pretrain_ssl_command
@@ -367,11 +525,17 @@ def pretrain_ssl_cli(
             threads=threads,
             data_root=str(data_root) if data_root else None,
             source_options=_parse_options(stream_option),
+            resume=resume,
+            overwrite=overwrite,
+            skip_corrupt=skip_corrupt,
         )
     except (FileNotFoundError, ValueError) as exc:
         raise fail(exc) from None
     except KeyboardInterrupt:
-        console.print("[yellow]Interrupted.[/] Finished epochs are saved: run the same command to resume.")
+        from lifelong.commands.outputs import work_folder
+
+        kept = "Finished epochs are kept: add [bold]--resume[/] to continue." if work_folder(out).exists() else ""
+        console.print(f"[yellow]Interrupted.[/] {kept}".rstrip())
         raise typer.Exit(130) from None
     console.print_json(json.dumps(info, default=str))
 
@@ -380,7 +544,6 @@ def pretrain_ssl_cli(
 def transfer_matrix_cli(
     stream: str = typer.Option("nevis-mini", "--stream", help="A stream name or manifest."),
     out: Path = typer.Option(Path("transfer_matrix.json"), "--out", help="JSON file for the matrix."),
-    cache: Path = typer.Option(None, "--cache", help="Folder of finished cells, to resume (default: OUT.cache)."),
     epochs: int = typer.Option(10, "--epochs", min=1),
     trials: int = typer.Option(1, "--trials", min=1),
     seed: int = typer.Option(0, "--seed"),
@@ -389,14 +552,21 @@ def transfer_matrix_cli(
     threads: int = typer.Option(
         1, "--threads", min=1, help="Torch threads per cell (same seed + threads = same matrix)."
     ),
+    resume: ResumeOption = False,
+    overwrite: OverwriteOption = False,
+    skip_corrupt: SkipCorruptOption = False,
     device: DeviceOption = "auto",
     precision: PrecisionOption = "auto",
     compile: CompileOption = False,
     channels_last: ChannelsLastOption = "auto",
     gpus_per_trial: GpusPerTrialOption = 0.0,
 ) -> None:
-    """Accuracy on task j after finetuning from task i's best Independent model, minus Independent on j."""
+    """Accuracy on task j after finetuning from task i's best Independent model, minus Independent on j.
+
+    Finished cells are kept in <OUT>.work: interrupted, the same command with --resume continues from them.
+    """
     from lifelong.commands.device_options import accelerator_from
+    from lifelong.commands.outputs import dropping_empty_work, finish_output, prepare_output, work_folder
     from lifelong.core.executors import make_executor
     from lifelong.core.files import atomic_write_bytes
     from lifelong.suites import get_stream
@@ -406,21 +576,37 @@ def transfer_matrix_cli(
     set_torch_threads(threads)
     try:
         accelerator_from(device, precision, compile, channels_last)
-        built = get_stream(stream, data_root=str(data_root) if data_root else None, allow_missing=False)
-        result = transfer_matrix(
-            built,
-            epochs=epochs,
-            trials=trials,
-            seed=seed,
-            executor=None
-            if executor == "local"
-            else make_executor(executor, cpus_per_item=threads, gpus_per_item=gpus_per_trial),
-            cache_dir=cache or out.with_suffix(".cache"),
-            progress=True,
-        )
+        state = prepare_output(out, resume=resume, overwrite=overwrite, what="transfer matrix")
+        if state == "done":
+            result = json.loads(out.read_text())
+        else:
+            built = get_stream(
+                stream,
+                data_root=str(data_root) if data_root else None,
+                allow_missing=False,
+                skip_corrupt=skip_corrupt,
+            )
+            runner = None
+            if executor != "local":
+                runner = make_executor(executor, cpus_per_item=threads, gpus_per_item=gpus_per_trial)
+            with dropping_empty_work(out):
+                result = transfer_matrix(
+                    built,
+                    epochs=epochs,
+                    trials=trials,
+                    seed=seed,
+                    executor=runner,
+                    cache_dir=work_folder(out),
+                    progress=True,
+                )
+            atomic_write_bytes(out, json.dumps(result, indent=2).encode())
+            finish_output(out)
     except (FileNotFoundError, ValueError) as exc:
         raise fail(exc) from None
-    atomic_write_bytes(out, json.dumps(result, indent=2).encode())
+    except KeyboardInterrupt:
+        kept = "Finished cells are kept: add [bold]--resume[/] to continue." if work_folder(out).exists() else ""
+        console.print(f"[yellow]Interrupted.[/] {kept}".rstrip())
+        raise typer.Exit(130) from None
     table = Table(title=f"transfer matrix of {stream} (accuracy gain over Independent; row = source)")
     table.add_column("from \\ to", overflow="fold")
     for uid in result["tasks"]:
@@ -428,48 +614,52 @@ def transfer_matrix_cli(
     for uid, row in zip(result["tasks"], result["matrix"], strict=True):
         table.add_row(uid, *(f"{v:+.3f}" if v is not None else "-" for v in row))
     console.print(table)
-    console.print(f"written to {out}")
+    console.print(f"written to {escape(str(out))}")
 
 
 @app.command("results")
 def results_command(
-    out: Path = typer.Option(Path("runs"), "--out", help="Results directory."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    runs_dir: Path = typer.Argument(Path("runs"), metavar="[RUNS]", help="The runs folder (a `lifelong run --out`)."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON (every field of every run)."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Also show each run's setup, folder and error."),
     provenance: bool = typer.Option(
         False, "--provenance", help="Also show each run's machine, thread count, versions and loaded files."
     ),
+    old_out: Path = typer.Option(None, "--out", hidden=True, help="Deprecated: give the runs folder as argument."),
 ) -> None:
-    """List the runs recorded in a results directory, with their summaries."""
+    """List the runs recorded in a runs folder: status, mean error, training FLOPs (more with -v or --json)."""
     from lifelong.commands.run_console import print_provenance, print_results
+    from lifelong.commands.terminal import note
     from lifelong.results import read_provenance
-    from lifelong.results.store import ResultsDB
+    from lifelong.results.runs import recorded_runs
 
-    if not (out / "results.sqlite").exists():
-        raise fail(f"no results database in {out}; run `lifelong run --out {out}` first")
-    runs = ResultsDB(out).runs()
+    if old_out is not None:
+        note(f"`lifelong results --out DIR` is now `lifelong results DIR`; listing {old_out}")
+        runs_dir = old_out
+    try:
+        runs, skipped = recorded_runs(runs_dir)
+    except FileNotFoundError as exc:
+        raise fail(exc) from None
+    for line in skipped:
+        note(line)
     if provenance:
         runs = [{**run, "provenance": read_provenance(run["path"])} for run in runs]
     if as_json:
         typer.echo(json.dumps(runs, indent=2, default=str))
         return
-    print_results(runs, out)
+    print_results(runs, runs_dir, verbose=verbose)
     if provenance:
         print_provenance(runs)
 
 
-def _readable_help(*groups: typer.Typer) -> None:
-    """Usage lines like a usual CLI's: `--out OUT`, `-o OPTION`, bare flags (not `<str>`, `<bool>`, `{run_dirs}`)."""
-    for group in groups:
-        for command in group.registered_commands:
-            for name, parameter in inspect.signature(command.callback).parameters.items():
-                info = parameter.default
-                if not isinstance(info, typer.models.ParameterInfo) or info.metavar is not None:
-                    continue
-                is_flag = parameter.annotation in (bool, "bool")
-                info.metavar = "" if is_flag and isinstance(info, typer.models.OptionInfo) else name.upper()
+def _readable_help(root: typer.Typer) -> None:
+    """Help pages like a usual CLI's at any width: `--out OUT`, bare flags, no `<bool>`, words never cut."""
+    from lifelong.commands.help_format import readable_help
+
+    readable_help(root)
 
 
-_readable_help(app, data_app, bench_app)
+_readable_help(app)
 
 
 if __name__ == "__main__":

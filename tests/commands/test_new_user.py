@@ -62,9 +62,20 @@ def test_accuracy_matrix_table_keeps_every_value_at_80_columns(capsys):
 @pytest.mark.parametrize(
     "args, says",
     [
-        (("run", "-s", "bogus=1"), "unexpected keyword argument 'bogus'"),
-        (("run", "-o", "epochs=abc"), "epochs='abc' must be a whole number"),
-        (("run", "-o", "epochs=1.5"), "epochs=1.5 must be a whole number"),
+        (("run", "-s", "bogus=1"), "unknown stream option 'bogus' for --stream mini; see `lifelong streams mini`"),
+        (
+            ("run", "-s", "split_sed=1"),
+            "unknown stream option 'split_sed' for --stream mini (did you mean 'split_seed'?)",
+        ),
+        (
+            ("run", "-o", "epoch=1"),
+            "unknown learner option 'epoch' for --learner independent (did you mean 'epochs'?); see "
+            "`lifelong learners independent`",
+        ),
+        (("run", "--learner", "indepndent"), "unknown learner 'indepndent' (did you mean 'independent'?)"),
+        (("run", "--stream", "nevis-mni"), "unknown stream 'nevis-mni' (did you mean 'nevis-mini'?)"),
+        (("run", "-o", "epochs=abc"), "option epochs=abc must be a whole number (default 10); e.g. -o epochs=10"),
+        (("run", "-o", "epochs=1.5"), "option epochs=1.5 must be a whole number"),
         (("run", "--learner", "finetune"), "does not share the label space"),
         (
             ("run", "--stream", "clear-mini", "--learner", "finetune", "-o", "encoder=missing.pt"),

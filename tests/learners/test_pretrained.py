@@ -128,7 +128,7 @@ def test_pretrained_backbone_is_one_more_knn_candidate(checkpoint):
 
 
 def test_checkpoint_errors_say_what_to_do(checkpoint, tmp_path):
-    with pytest.raises(ValueError, match="needs checkpoint=PATH"):
+    with pytest.raises(ValueError, match="need -o checkpoint=PATH"):
         PretrainedLearner()
     with pytest.raises(FileNotFoundError, match="lifelong pretrain"):
         make_learner("pretrained", checkpoint=str(tmp_path / "missing.pt"))
@@ -138,7 +138,7 @@ def test_checkpoint_errors_say_what_to_do(checkpoint, tmp_path):
     torch.save({"weights": 1}, tmp_path / "plain.pt")
     with pytest.raises(ValueError, match="not a lifelong-pretrained-v1 checkpoint"):
         PretrainedLearner(checkpoint=str(tmp_path / "plain.pt"))
-    with pytest.raises(ValueError, match="holds a 'resnet_mini' backbone"):
+    with pytest.raises(ValueError, match="holds a resnet_mini backbone"):
         PretrainedLearner(checkpoint=str(checkpoint), architecture="resnet18")
     assert (
         PretrainedLearner(checkpoint=str(checkpoint), architecture="resnet_mini").config.architecture == "resnet_mini"

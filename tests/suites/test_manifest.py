@@ -470,7 +470,7 @@ def test_corrupt_png_is_named_when_the_task_loads(tmp_path):
     stream = get_stream(str(_pets_manifest(tmp_path, ", kind: multi-class, classes: [cat, dog, fox]")))
     with pytest.raises(CorruptImageError, match=re.escape(str(bad))):
         stream.splits(0)
-    with pytest.raises(CorruptImageError, match="skip_corrupt=True"):
+    with pytest.raises(CorruptImageError, match="--skip-corrupt"):
         get_stream(str(_pets_manifest(tmp_path)))  # without declared classes the build reads the data
 
 

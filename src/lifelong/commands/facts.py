@@ -10,6 +10,7 @@ import numpy as np
 import typer
 from rich.markup import escape
 
+from lifelong.commands.outputs import OverwriteOption, ResumeOption, prepare_output
 from lifelong.commands.terminal import console, fail, note
 
 facts_app = typer.Typer(help="Lifelong fact learning: facts <S,P,O> and their split into tasks.", no_args_is_help=True)
@@ -63,6 +64,8 @@ def split_command(
         Path | None,
         typer.Option("--cache-dir", metavar="DIR", help="Cache folder of part vectors (default: see README)."),
     ] = None,
+    resume: ResumeOption = False,
+    overwrite: OverwriteOption = False,
 ) -> None:
     """Split the distinct facts of FACTS.csv into tasks; images per fact (its rows) weigh the balance."""
     from lifelong.facts.facts import distinct_facts, read_facts_csv
@@ -82,6 +85,9 @@ def split_command(
             raise ValueError(f"unknown --method {method!r}; choose one of {', '.join(METHODS)}")
         if oov not in OOV_MODES:
             raise ValueError(f"unknown --oov {oov!r}; choose one of {', '.join(OOV_MODES)}")
+        if prepare_output(out, resume=resume, overwrite=overwrite, what="split") == "done":
+            console.print(f"{escape(str(out))} already holds a split: nothing to resume (--overwrite redoes it)")
+            return
         table = read_facts_csv(facts_csv)
         facts, index = distinct_facts(table.facts)
         images = np.bincount(index, minlength=len(facts))

@@ -9,6 +9,8 @@ from __future__ import annotations
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
+from lifelong.core.suggest import did_you_mean
+
 LEARNERS = "lifelong.learners"
 STREAMS = "lifelong.streams"
 TEMPORAL_SOURCES = "lifelong.temporal_sources"
@@ -22,9 +24,10 @@ class PluginError(ValueError):
 class Registry:
     """The entry points of one group, by name, in registration order (lifelong's own first)."""
 
-    def __init__(self, group: str, what: str) -> None:
+    def __init__(self, group: str, what: str, listing: str | None = None) -> None:
         self.group = group
         self.what = what
+        self.listing = listing  # the command that lists the names, e.g. `lifelong learners`
 
     def _entries(self) -> dict[str, EntryPoint]:
         found = sorted(entry_points(group=self.group), key=lambda ep: ep.dist is None or ep.dist.name != "lifelong")
@@ -54,8 +57,10 @@ class Registry:
     def _entry(self, name: str) -> EntryPoint:
         entries = self._entries()
         if name not in entries:
+            see = f"; see `{self.listing}`" if self.listing else ""
             raise PluginError(
-                f"unknown {self.what} {name!r}; known {self.what}s: {sorted(entries)} (a package adds one under "
+                f"unknown {self.what} {name!r}{did_you_mean(name, entries)}; known {self.what}s: "
+                f"{', '.join(sorted(entries))}{see} (a package adds one under "
                 f'[project.entry-points."{self.group}"] in its pyproject.toml)'
             )
         return entries[name]

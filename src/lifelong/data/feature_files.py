@@ -43,7 +43,7 @@ def read_json(path: Path) -> dict[str, Any]:
     try:
         return json.loads(path.read_text())
     except (OSError, json.JSONDecodeError) as exc:
-        raise FeatureFileError(f"cannot read {path} ({exc}); extract again with resume=False") from exc
+        raise FeatureFileError(f"cannot read {path} ({exc}); extract them again with --overwrite") from exc
 
 
 def write_json(path: Path, contents: dict[str, Any]) -> None:
@@ -60,22 +60,25 @@ def load_features(out_dir: str | os.PathLike) -> Features:
     out = Path(out_dir)
     manifest_path = out / MANIFEST_FILE
     if not manifest_path.is_file():
-        raise FileNotFoundError(f"no {MANIFEST_FILE} in {out}: not a features folder (make one with extract_features)")
+        raise FileNotFoundError(f"no {MANIFEST_FILE} in {out}: not a features folder (`lifelong cog run` makes one)")
     manifest = read_json(manifest_path)
     if manifest.get("format") != FORMAT:
         raise FeatureFileError(f"{manifest_path} has format {manifest.get('format')!r}, expected {FORMAT!r}")
     if not manifest.get("complete"):
         done, count = manifest.get("files_done"), manifest.get("inputs", {}).get("count")
         raise FeatureFileError(
-            f"extraction in {out} is unfinished ({done} of {count} files done); run extract_features again with the "
-            "same arguments to resume it"
+            f"extraction in {out} is unfinished ({done} of {count} files done); run the same `lifelong cog run` "
+            "command with --resume to finish it"
         )
     features_path, labels_path = out / FEATURES_FILE, out / LABELS_FILE
     try:
         features = np.load(features_path, mmap_mode="r")
         labels = np.load(labels_path)
-    except (OSError, ValueError) as exc:
-        raise FeatureFileError(f"cannot read the features in {out} ({exc}); extract again with resume=False") from exc
+    except (OSError, ValueError) as exc:  # numpy's own message suggests allow_pickle: not what to do here
+        raise FeatureFileError(
+            f"cannot read the features in {out}: {features_path.name} or {labels_path.name} is not a NumPy array "
+            "file of numbers (damaged, or written by something else); extract them again with --overwrite"
+        ) from exc
     if features.ndim != 2 or labels.ndim != 1:
         raise FeatureFileError(
             f"{features_path} must be [rows, D] and {labels_path} [rows]; got {features.shape}, {labels.shape}"
@@ -83,12 +86,12 @@ def load_features(out_dir: str | os.PathLike) -> Features:
     if features.shape[0] != labels.shape[0]:
         raise FeatureFileError(
             f"{features_path} has {features.shape[0]} rows but {labels_path} has {labels.shape[0]} labels; "
-            "they must match row for row: extract again with resume=False"
+            "they must match row for row: extract them again with --overwrite"
         )
     if features.shape[0] != manifest.get("rows") or features.shape[1] != manifest.get("feature_dim"):
         raise FeatureFileError(
             f"{features_path} has shape {features.shape} but {manifest_path} records {manifest.get('rows')} rows of "
-            f"dimension {manifest.get('feature_dim')}; extract again with resume=False"
+            f"dimension {manifest.get('feature_dim')}; extract them again with --overwrite"
         )
     return Features(features, labels.astype(np.int64, copy=False), manifest)
 

@@ -45,7 +45,8 @@ def decode_image(source: str | Path | bytes, *, item: str | None = None) -> np.n
         raise
     except _DECODE_ERRORS as exc:
         raise CorruptImageError(
-            f"cannot decode image {name!r}: {exc}; replace or remove the file, or load with skip_corrupt=True"
+            f"cannot decode image {name!r}: {exc}; replace or remove the file, or pass --skip-corrupt to skip (and "
+            "count) corrupt images"
         ) from exc
 
 

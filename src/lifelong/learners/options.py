@@ -7,6 +7,41 @@ import types
 import typing
 from typing import Any
 
+from lifelong.core.suggest import did_you_mean
+
+
+class OptionError(ValueError):
+    """A `-o` option a learner does not take (`value` unset) or a value of the wrong type; `for_learner(name)`
+    words it for the command line."""
+
+    def __init__(self, message: str, key: str, known: list[str], expected: str = "", default: Any = None) -> None:
+        super().__init__(message)
+        self.key, self.known, self.expected, self.default = key, known, expected, default
+        self.value: Any = None
+
+    def for_learner(self, name: str) -> str:
+        see = f"see `lifelong learners {name}`"
+        if not self.expected:
+            return (
+                f"unknown learner option {self.key!r} for --learner {name}{did_you_mean(self.key, self.known)}; {see}"
+            )
+        return (
+            f"--learner {name}: option {self.key}={_example(self.value)} must be {self.expected} (default "
+            f"{_example(self.default)}); e.g. -o {self.key}={_example(self.default)}; {see}"
+        )
+
+
+def option_type(annotation: Any) -> str:
+    """An option's type in short CLI words: int, float, bool, text, list, null (alternatives joined by ' or ')."""
+    short = {"a whole number": "int", "a number": "float", "a string": "text", "a list": "list"}
+    text = _describe(annotation).replace("true or false", "bool")
+    return " or ".join(short.get(part, part) for part in text.split(" or "))
+
+
+def option_example(value: Any) -> str:
+    """`value` as it is written after `-o KEY=` (JSON-like: true, null, [1, 2])."""
+    return _example(value)
+
 
 def configure(config_class: type, config: Any | None, options: dict, who: str) -> Any:
     """`config` (default: `config_class()`) with `options` applied; unknown options and mistyped values raise.
@@ -20,19 +55,32 @@ def configure(config_class: type, config: Any | None, options: dict, who: str) -
     fields = {f.name: f for f in dataclasses.fields(config_class)}
     unknown = sorted(set(options) - set(fields))
     if unknown:
-        raise ValueError(f"unknown {who} option(s) {unknown}; known options: {sorted(fields)}")
+        key = unknown[0]
+        raise OptionError(
+            f"unknown {who} option {key!r}{did_you_mean(key, fields)}; known options: {', '.join(sorted(fields))}",
+            key,
+            sorted(fields),
+        )
     hints = typing.get_type_hints(config_class)
     for name, value in options.items():
         expected = hints.get(name)
         if expected is not None and not _matches(value, expected):
-            raise ValueError(
-                f"{who} option {name}={value!r} must be {_describe(expected)} (default {getattr(config, name)!r}); "
-                f"e.g. -o {name}={_example(getattr(config, name))}"
+            default = getattr(config, name)
+            error = OptionError(
+                f"{who} option {name}={value!r} must be {_describe(expected)} (default {_example(default)}); "
+                f"e.g. -o {name}={_example(default)}",
+                name,
+                sorted(fields),
+                _describe(expected),
+                default,
             )
+            error.value = value
+            raise error
     try:
         return dataclasses.replace(config, **options) if options else config
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"{who} options {options}: {exc}") from exc
+        given = " ".join(f"-o {key}={_example(value)}" for key, value in options.items())
+        raise ValueError(f"{given}: {exc}") from exc
 
 
 def _alternatives(annotation: Any) -> tuple[Any, ...]:

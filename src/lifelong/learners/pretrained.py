@@ -50,19 +50,17 @@ class PretrainedFinetuneKnnConfig(PretrainedOptions, FinetuneKnnConfig):
 
 def _open_checkpoint(learner: TransferLearner, explicit_architecture: bool) -> PretrainedCheckpoint:
     """Load the learner's checkpoint and adopt its architecture (an explicit, different one is an error)."""
-    who = type(learner).__name__
     path = learner.config.checkpoint
     if not path:
         raise ValueError(
-            f"{who} needs checkpoint=PATH, a file written by `lifelong pretrain SOURCE --out PATH` "
-            "(or lifelong.training.pretrain.pretrain)"
+            "the pretrained learners need -o checkpoint=PATH, a file written by `lifelong pretrain SOURCE --out PATH`"
         )
     checkpoint = load_pretrained(path)
     if learner.config.architecture != checkpoint.architecture:
         if explicit_architecture:
             raise ValueError(
-                f"{who}: architecture={learner.config.architecture!r} but checkpoint {str(path)!r} holds a "
-                f"{checkpoint.architecture!r} backbone; drop the architecture option or pretrain that architecture"
+                f"-o architecture={learner.config.architecture} but checkpoint {str(path)!r} holds a "
+                f"{checkpoint.architecture} backbone; drop -o architecture or pretrain that architecture"
             )
         learner.config = dataclasses.replace(learner.config, architecture=checkpoint.architecture)
     return checkpoint

@@ -7,11 +7,13 @@ import os
 
 from lifelong.core.streams import Stream
 from lifelong.suites.names import STREAMS, TEMPORAL_SOURCES, StreamName, classify_stream
+from lifelong.suites.options import check_stream_options, stream_options
 
 
 def get_stream(name_or_path: str | os.PathLike, **options) -> Stream:
     """A registered stream or temporal source by name, or a stream from a manifest or timestamped-CSV path."""
     name = classify_stream(name_or_path)
+    check_stream_options(name.value, options)  # a typo in -s is named, with the closest option
     if name.is_temporal:
         from lifelong.suites.clear import get_temporal_stream
 
@@ -29,7 +31,10 @@ def get_stream(name_or_path: str | os.PathLike, **options) -> Stream:
     except TypeError as exc:
         if "keyword argument" not in str(exc):
             raise
-        raise ValueError(f"stream {name.value!r} does not take that option: {exc}; check the -s options") from exc
+        raise ValueError(
+            f"--stream {name.value} does not take one of the options {sorted(options)} ({exc}); see "
+            f"`lifelong streams {name.value}`"
+        ) from exc
 
 
 def stream_descriptions() -> dict[str, str]:
@@ -58,4 +63,13 @@ def describe_stream(stream: Stream) -> dict:
     }
 
 
-__all__ = ["STREAMS", "TEMPORAL_SOURCES", "StreamName", "classify_stream", "describe_stream", "get_stream"]
+__all__ = [
+    "STREAMS",
+    "TEMPORAL_SOURCES",
+    "StreamName",
+    "check_stream_options",
+    "classify_stream",
+    "describe_stream",
+    "get_stream",
+    "stream_options",
+]

@@ -14,9 +14,10 @@ from pathlib import Path
 
 from lifelong.core import plugins
 from lifelong.core.plugins import Registry
+from lifelong.core.suggest import did_you_mean
 
-STREAMS = Registry(plugins.STREAMS, "stream")
-TEMPORAL_SOURCES = Registry(plugins.TEMPORAL_SOURCES, "temporal source")
+STREAMS = Registry(plugins.STREAMS, "stream", listing="lifelong streams")
+TEMPORAL_SOURCES = Registry(plugins.TEMPORAL_SOURCES, "temporal source", listing="lifelong streams")
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".toml")
 TIMESTAMPED_SUFFIX = ".csv"
 
@@ -57,6 +58,6 @@ def classify_stream(name_or_path: str | os.PathLike) -> StreamName:
         return StreamName(value, "manifest")
     known = sorted([*STREAMS.names(), *TEMPORAL_SOURCES.names()])
     raise ValueError(
-        f"unknown stream {value!r}: give one of {known}, a manifest file (.yaml/.yml/.toml), or a "
-        "CSV of timestamped images (path,label,timestamp) for a temporal stream"
+        f"unknown stream {value!r}{did_you_mean(value, known)}: give a name `lifelong streams` lists, a manifest "
+        "file (.yaml/.yml/.toml), or a CSV of timestamped images (path,label,timestamp) for a temporal stream"
     )

@@ -76,12 +76,14 @@ def pretrain(
     recipe: Mapping[str, Any] | None = None,
     executor: Executor | None = None,
     progress: Callable[[TrainProgress], None] | None = None,
+    workdir: str | Path | None = None,
 ) -> Path:
     """Train `architecture` on `source_spec` (loader `options`, e.g. n_per_class) and save a checkpoint at `out`.
 
     `recipe`: further IndependentConfig options (lr, label_smoothing, trials, batch sizes, ...). Trials run
     through `executor` (None: here, one after the other). `progress(record)` is called after every epoch of every
-    trial run here (trials x epochs calls). Returns the checkpoint's path.
+    trial run here (trials x epochs calls). With `workdir`, finished trials are kept there and a rerun with the
+    same arguments loads them instead of training them again. Returns the checkpoint's path.
     """
     out = Path(out)
     if out.is_dir():
@@ -100,7 +102,9 @@ def pretrain(
     job = cfg.fit_job(key, splits.train, splits.dev, seed=derive_seed(seed, 0), threads=threads)
     if progress is not None and executor is None:
         job = dataclasses.replace(job, progress=progress)
-    best, results = search(job, cfg.trials_for(0), executor=executor)
+    best, results = search(
+        job, cfg.trials_for(0), executor=executor, workdir=None if workdir is None else Path(workdir)
+    )
     contents = {
         "format": FORMAT,
         "architecture": architecture,
@@ -128,8 +132,7 @@ def load_pretrained(path: str | Path) -> PretrainedCheckpoint:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(
-            f"pretrained checkpoint {str(path)!r} not found; create one with `lifelong pretrain SOURCE --out PATH` "
-            "(or lifelong.training.pretrain.pretrain)"
+            f"pretrained checkpoint {str(path)!r} not found; create one with `lifelong pretrain SOURCE --out PATH`"
         )
     contents = read_torch_file(path, "{path!r} is not a readable pretrained checkpoint ({cause})")
     if format_tag(contents) != FORMAT:

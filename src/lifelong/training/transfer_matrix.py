@@ -49,9 +49,9 @@ def _check_settings(cache_dir: Path, settings: dict[str, Any]) -> None:
     differ = sorted(k for k in settings.keys() | stored.keys() if settings.get(k) != stored.get(k))
     if differ:
         raise ValueError(
-            f"cache_dir {str(cache_dir)!r} holds a transfer matrix computed with other settings ({differ} differ: "
-            f"stored {[stored.get(k) for k in differ]}, asked {[settings.get(k) for k in differ]}); use another "
-            "folder or delete it"
+            f"{cache_dir} holds a transfer matrix computed with other settings ({differ} differ: stored "
+            f"{[stored.get(k) for k in differ]}, asked {[settings.get(k) for k in differ]}); run with the same "
+            "settings to resume it, or pass --overwrite to start over"
         )
 
 

@@ -107,7 +107,7 @@ class ClearMini:
             ("cache", cache, 0),
         ):
             if not isinstance(value, int | np.integer) or value < low:
-                raise ValueError(f"ClearMini: {label} must be an integer >= {low}, got {value!r}")
+                raise ValueError(f"clear-mini: {label} must be an integer >= {low}, got {value!r}")
         self.n_per_class = int(n_per_class)
         self.unlabeled_per_bucket = int(unlabeled_per_bucket)
         self.num_buckets = int(num_buckets)
@@ -187,7 +187,7 @@ class ClearMini:
         self._check_bucket(bucket)
         if bucket not in self.labeled_buckets:
             raise ValueError(
-                f"ClearMini: bucket {bucket} has no labels (bucket 0 is unlabeled only); "
+                f"clear-mini: bucket {bucket} has no labels (bucket 0 is unlabeled only); "
                 f"labeled buckets are {self.labeled_buckets[0]}..{self.labeled_buckets[-1]}"
             )
         return self._bucket(bucket, "labeled")
@@ -201,7 +201,7 @@ class ClearMini:
 
     def _check_bucket(self, bucket: int) -> None:
         if not isinstance(bucket, int | np.integer) or not 0 <= bucket < self.num_buckets:
-            raise ValueError(f"ClearMini: bucket must be an integer in 0..{self.num_buckets - 1}, got {bucket!r}")
+            raise ValueError(f"clear-mini: bucket must be an integer in 0..{self.num_buckets - 1}, got {bucket!r}")
 
     def _bucket(self, bucket: int, part: str) -> LabeledImages:
         key = (int(bucket), part)

@@ -397,8 +397,11 @@ def _split_bytes(part: dict[str, np.ndarray]) -> bytes:
 
 
 def _read_split(path: Path) -> dict[str, np.ndarray]:
-    with np.load(path) as arrays:
-        return {k: arrays[k] for k in ("images", "facts", "styles")}
+    try:
+        with np.load(path) as arrays:
+            return {k: arrays[k] for k in ("images", "facts", "styles")}
+    except (OSError, ValueError, KeyError) as exc:  # numpy's message would suggest allow_pickle
+        raise ValueError(f"cannot read the cached facts-mini split {path} (damaged); delete it to rebuild it") from exc
 
 
 def load_facts_mini(
