@@ -113,7 +113,8 @@ def test_transfer_learners_run_from_the_command_line(tmp_path, learner):
     manifest.write_text(TWO_TASKS)
     result = invoke("run", "--stream", manifest, "--learner", learner, *TINY, "--out", tmp_path)
     assert result.exit_code == 0, result.output
-    records = RunFolder(tmp_path / f"pair-{learner}-seed0").read_records()
+    (folder,) = tmp_path.glob(f"pair-{learner}-*-seed0")  # -o options: the id carries their hash
+    records = RunFolder(folder).read_records()
     assert len(records) == 4 and all(r["inference_flops"] > 0 for r in records if r["type"] == "predict")
 
 
