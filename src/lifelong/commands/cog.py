@@ -269,7 +269,7 @@ def run_command(
     Seeds: the protocol fixes five (22, 37, 45, 77, 93); --seeds K runs the first K of them from --seed, as
     `lifelong run --seed N --seeds K` runs K seeds from N. Existing runs in --out need --resume or --overwrite.
     """
-    from lifelong.commands.runner import RunExistsError, check_folder
+    from lifelong.commands.runner import RunExistsError, check_folder, finished_means_exit_0
     from lifelong.core.suggest import did_you_mean
     from lifelong.learners.probe import PROBES
     from lifelong.results.lock import RunFolderBusyError
@@ -320,6 +320,7 @@ def run_command(
         raise fail(exc) from None
     except (OSError, ValueError, ImportError, RuntimeError) as exc:
         raise fail(exc) from None
+    finished_means_exit_0()  # the runs are saved: a late signal ends the command with success, as `lifelong run`
     print_cog_table(results, title=f"ImageNet-CoG top-1 (%), {probe} probe", features=features)
     console.print(f"results: {escape(str(out))} (see `lifelong results {escape(str(out))}`)", soft_wrap=True)
     console.print(f"time: {time.perf_counter() - started:.1f} s")
