@@ -58,3 +58,27 @@ def test_bucket_error_curves(tmp_path):
         plot_bucket_errors(np.full((2, 3), 0.5), tmp_path / "bad.png")
     with pytest.raises(ValueError, match="labels"):
         plot_bucket_errors(np.full((2, 2), 0.5), tmp_path / "bad.png", labels=["one"])
+
+
+def test_heatmap_ticks_are_bucket_numbers_and_the_title_clears_the_colorbar(tmp_path, monkeypatch):
+    from lifelong.report import plots
+
+    drawn = []
+    save = plots.save_png
+    monkeypatch.setattr(plots, "save_png", lambda fig, path: drawn.append(fig) or save(fig, path))
+    R = np.random.default_rng(1).uniform(size=(12, 12))
+    title = "R7: a-learner-with-a-long-name-lr=0.001-epochs=100, seed 0 (streaming protocol): accuracy matrix"
+    check_png(plot_accuracy_matrix(R, tmp_path / "m.png", labels=[f"bucket{i + 1}" for i in range(12)], title=title))
+    (fig,) = drawn
+    ax, colorbar = fig.axes
+    assert [t.get_text() for t in ax.get_xticklabels()] == [str(i) for i in range(1, 13)]  # integers, one a bucket
+    assert [t.get_text() for t in ax.get_yticklabels()] == [str(i) for i in range(1, 13)]
+    renderer = fig.canvas.get_renderer()
+    heading = fig.get_suptitle()
+    assert heading.replace("\n", " ") == title
+    box = next(t for t in fig.texts if t.get_text() == heading).get_window_extent(renderer)
+    for below in (ax, colorbar):
+        assert box.y0 >= below.get_window_extent(renderer).y1  # above the matrix and its colorbar, never covered
+    years = [str(2004 + i) for i in range(12)]
+    plot_accuracy_matrix(R, tmp_path / "years.png", labels=years)
+    assert [t.get_text() for t in drawn[-1].axes[0].get_xticklabels()] == years  # short names stay names

@@ -11,48 +11,22 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import jinja2
 import numpy as np
 
-from lifelong.core.files import atomic_write_bytes
-from lifelong.report.plots import new_figure, plain_legend, save_png
+from lifelong.report.pages import write_page
+from lifelong.report.plots import new_figure, outside_legend, save_png, wrap_label
+from lifelong.report.runs import Run, legend_rows
+from lifelong.report.systems import COG, SYSTEMS, is_cog_run
 from lifelong.results import RunData
 from lifelong.suites.cog import split_task_name
 
-PAGE = "cog.html"
-STREAMS = ("cog", "cog-mini")
+PAGE = SYSTEMS[COG].page
+TEMPLATE = "cog.html.j2"
 RELATIVE = (
     "Relative top-1 = (mean top-1 on the level) / (mean top-1 on the seen concepts) x 100, per encoder and shots, "
     "means over seeds. Levels have different numbers of concepts than the seen set, so chance differs too: read the "
     "absolute numbers beside it."
 )
-
-_TEMPLATE = """<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>ImageNet-CoG</title>
-<style>body{font-family:sans-serif;margin:2em;max-width:70em}table{border-collapse:collapse}
-td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}th:first-child,td:first-child{text-align:left}
-.note{color:#555}</style></head><body>
-<h1>ImageNet-CoG: concept generalization</h1>
-<p>Linear probes on frozen features, level by level (seen concepts, then L1 closest to the seen ones .. the farthest).
-Top-1 (%) on each level's test images, mean &plusmn; population std over seeds ({{ shots }} training data).</p>
-<p>{{ relative }}</p>
-<table><thead><tr><th>encoder</th><th>probe</th>{% for level in levels %}<th>{{ level }}</th>{% endfor %}</tr></thead>
-<tbody>{% for row in rows %}<tr><td>{{ row.encoder }}</td><td>{{ row.probe }}</td>
-{% for cell in row.cells %}<td>{{ cell }}</td>{% endfor %}</tr>{% endfor %}</tbody></table>
-<h2>Relative to seen</h2>
-<table><thead><tr><th>encoder</th><th>probe</th>{% for level in levels %}<th>{{ level }}</th>{% endfor %}</tr></thead>
-<tbody>{% for row in rows %}<tr><td>{{ row.encoder }}</td><td>{{ row.probe }}</td>
-{% for cell in row.relative %}<td>{{ cell }}</td>{% endfor %}</tr>{% endfor %}</tbody></table>
-{% for file, alt in figures %}<figure><img src="{{ file }}" alt="{{ alt }}"><figcaption>{{ alt }}</figcaption></figure>
-{% endfor %}{% for text in notes %}<p class="note">{{ text }}</p>{% endfor %}
-<p><a href="index.html">back to the report</a></p>
-</body></html>
-"""
-
-
-def is_cog_run(data: RunData) -> bool:
-    """Whether a run probes CoG levels (stream cog or cog-mini)."""
-    return data.info.get("config", {}).get("stream") in STREAMS
 
 
 def _encoder(data: RunData) -> tuple[str, str]:
@@ -104,10 +78,11 @@ def _plot_levels(levels: list[str], rows: list[dict], values: dict, shots: str, 
         ys = [row["means"][levels[i]] for i in xs]
         errs = [np.std(values[(row["encoder"], row["probe"], levels[i], shots)]) for i in xs]
         ax.errorbar(xs, ys, yerr=errs, marker="o", capsize=3, label=f"{row['encoder']} ({row['probe']})")
+    ax.set_title(f"test top-1 per level ({shots} training data)")
     ax.set_xticks(range(len(levels)), levels)
     ax.set_xlabel("level (seen, then L1 closest .. farthest)")
     ax.set_ylabel("test top-1 (%)")
-    plain_legend(ax)
+    outside_legend(ax, fontsize=8)
     return save_png(fig, path)
 
 
@@ -122,21 +97,25 @@ def _plot_few_shot(values: dict, encoder: str, probe: str, path: Path) -> Path |
     ax.set_xscale("log", base=2)
     ax.set_xlabel("training images per concept (shots)")
     ax.set_ylabel("test top-1 (%)")
-    ax.set_title(f"{encoder} ({probe})")
-    plain_legend(ax)
+    ax.set_title(wrap_label(f"few-shot: {encoder} ({probe})", 70), parse_math=False)
+    outside_legend(ax, fontsize=8)
     return save_png(fig, path)
 
 
-def write_cog_page(runs: Sequence[RunData], out: str | Path) -> Path | None:
+def write_cog_page(runs: Sequence[Run], out: str | Path, nav: list[tuple[str, str]]) -> Path | None:
     """Write cog.html and its figures into `out` for the CoG runs among `runs`; None when there are none."""
-    cog = [r for r in runs if is_cog_run(r)]
-    if not cog:
+    runs = [r for r in runs if is_cog_run(r.data)]
+    if not runs:
         return None
+    cog = [r.data for r in runs]
     out = Path(out)
     values = cog_values(cog)
-    shots = "all" if any(k[3] == "all" for k in values) else min({k[3] for k in values}, key=int)
-    levels, rows = level_table(values, shots)
-    figures = [(_plot_levels(levels, rows, values, shots, out / "cog_levels.png").name, "top-1 per level")]
+    if not values:
+        levels, rows, figures, shots = [], [], [], "-"
+    else:
+        shots = "all" if any(k[3] == "all" for k in values) else min({k[3] for k in values}, key=int)
+        levels, rows = level_table(values, shots)
+        figures = [(_plot_levels(levels, rows, values, shots, out / "cog_levels.png").name, "top-1 per level")]
     for number, (encoder, probe) in enumerate(sorted({k[:2] for k in values})):
         path = _plot_few_shot(values, encoder, probe, out / f"cog_few_shot_{number}.png")
         if path is not None:
@@ -146,10 +125,18 @@ def write_cog_page(runs: Sequence[RunData], out: str | Path) -> Path | None:
         for task in data.info["stream"]["tasks"]:
             classes[split_task_name(task["uid"])[0]] = task["num_classes"]
     notes = ["concepts per level: " + ", ".join(f"{lv} {classes[lv]}" for lv in sorted(classes, key=_level_order))]
-    env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
-    page = env.from_string(_TEMPLATE).render(
-        levels=levels, rows=rows, relative=RELATIVE, figures=figures, notes=notes, shots=shots
+    if not values:
+        notes.append("no CoG run has evaluated a level yet")
+    return write_page(
+        out,
+        PAGE,
+        TEMPLATE,
+        nav,
+        levels=levels,
+        rows=rows,
+        relative=RELATIVE,
+        figures=figures,
+        notes=notes,
+        shots=shots,
+        legend=legend_rows(runs),
     )
-    path = out / PAGE
-    atomic_write_bytes(path, page.encode("utf-8"))
-    return path

@@ -11,43 +11,19 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import jinja2
 import numpy as np
 
-from lifelong.core.files import atomic_write_bytes
 from lifelong.metrics.base import compute_all
 from lifelong.metrics.fact_metric import HEADLINE, FactMetrics, summarize_fact_seeds
-from lifelong.report.plots import new_figure, plain_legend, save_png
+from lifelong.report.pages import write_page
+from lifelong.report.plots import new_figure, outside_legend, plot_accuracy_matrix, save_png, wrap_label
+from lifelong.report.runs import Run, legend_rows
+from lifelong.report.systems import FACTS, SYSTEMS, is_fact_run
 from lifelong.results import RunData
 
-PAGE = "facts.html"
+PAGE = SYSTEMS[FACTS].page
+TEMPLATE = "facts.html.j2"
 COLUMNS = HEADLINE
-
-_TEMPLATE = """<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Lifelong fact learning</title>
-<style>body{font-family:sans-serif;margin:2em;max-width:75em}table{border-collapse:collapse}
-td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}th:first-child,td:first-child{text-align:left}
-.note{color:#555}</style></head><body>
-<h1>Lifelong fact learning</h1>
-<p>Top-5 accuracy (%) after the last task, wildcard-aware: <i>standard</i> ranks the facts of the image's own task,
-<i>generalized</i> every fact of the stream. Means over tasks and over test examples, the drop (standard -
-generalized), and backward / forward transfer on generalized accuracy (BWT, FWT, in points). Mean &plusmn; sample
-std (ddof=1) over seeds.</p>
-<table><thead><tr><th>stream</th><th>split</th><th>learner</th><th>seeds</th>
-{% for _, title in columns %}<th>{{ title }}</th>{% endfor %}</tr></thead>
-<tbody>{% for row in rows %}<tr><td>{{ row.stream }}</td><td>{{ row.split }}</td><td>{{ row.learner }}</td>
-<td>{{ row.seeds }}</td>{% for cell in row.cells %}<td>{{ cell }}</td>{% endfor %}</tr>{% endfor %}</tbody></table>
-{% for file, alt in figures %}<figure><img src="{{ file }}" alt="{{ alt }}"><figcaption>{{ alt }}</figcaption></figure>
-{% endfor %}{% for text in notes %}<p class="note">{{ text }}</p>{% endfor %}
-<p><a href="index.html">back to the report</a></p>
-</body></html>
-"""
-
-
-def is_fact_run(data: RunData) -> bool:
-    """Whether a run's tasks are fact tasks."""
-    tasks = data.info.get("stream", {}).get("tasks", [])
-    return bool(tasks) and all(t.get("kind") == "fact" for t in tasks)
 
 
 def fact_summary(data: RunData) -> dict[str, Any]:
@@ -82,15 +58,10 @@ def _cell(stats: dict | None) -> str:
 
 
 def _plot_matrix(R: np.ndarray, title: str, path: Path) -> Path:
-    fig, ax = new_figure(4.5)
-    image = ax.imshow(100 * R, vmin=0, vmax=max(1.0, float(np.nanmax(100 * R))), cmap="viridis")
-    for (i, j), value in np.ndenumerate(R):
-        ax.text(j, i, f"{100 * value:.1f}", ha="center", va="center", color="w", fontsize=8)
-    ax.set_xlabel("evaluated task j")
-    ax.set_ylabel("after training task i")
-    ax.set_title(title, fontsize=9)
-    fig.colorbar(image, ax=ax, label="generalized top-5 (%)")
-    return save_png(fig, path)
+    """Heatmap of R (generalized top-5 after training task i on task j), tasks numbered from 1."""
+    return plot_accuracy_matrix(
+        np.clip(R, 0.0, 1.0), path, title=title, colorbar_label="generalized top-5 (%)", axis_names=("task", "task")
+    )
 
 
 def _plot_long_tail(groups: dict[tuple[str, str, str], list[dict]], path: Path) -> Path | None:
@@ -105,26 +76,27 @@ def _plot_long_tail(groups: dict[tuple[str, str, str], list[dict]], path: Path) 
             np.mean([t[i]["accuracy"] for t in tails if t[i]["accuracy"] is not None] or [np.nan])
             for i in range(len(lows))
         ]
-        ax.plot(lows, 100 * np.asarray(means), marker="o", label=f"{learner}, {split} ({stream})")
+        ax.plot(lows, 100 * np.asarray(means), marker="o", label=wrap_label(f"{learner}, {split} ({stream})", 32))
         drawn = True
     if not drawn:
         return None
     ax.set_xscale("log", base=2)
     ax.set_xlabel("training images of the fact (bin lower edge)")
     ax.set_ylabel("generalized top-5 (%)")
-    plain_legend(ax)
+    ax.set_title("long tail: generalized top-5 by the fact's training images")
+    outside_legend(ax, fontsize=8)
     return save_png(fig, path)
 
 
-def write_fact_page(runs: Sequence[RunData], out: str | Path) -> Path | None:
+def write_fact_page(runs: Sequence[Run], out: str | Path, nav: list[tuple[str, str]]) -> Path | None:
     """Write facts.html and its figures into `out` for the fact runs among `runs`; None when there are none."""
-    fact_runs = [r for r in runs if is_fact_run(r)]
-    if not fact_runs:
+    runs = [r for r in runs if is_fact_run(r.data)]
+    if not runs:
         return None
     out = Path(out)
     groups: dict[tuple[str, str, str], list[dict]] = {}
-    for data in fact_runs:
-        groups.setdefault(_group(data), []).append(fact_summary(data))
+    for run in runs:
+        groups.setdefault(_group(run.data), []).append(fact_summary(run.data))
     figures: list[tuple[str, str]] = []
     notes: list[str] = []
     for number, (key, summaries) in enumerate(sorted(groups.items()), start=1):
@@ -138,11 +110,17 @@ def write_fact_page(runs: Sequence[RunData], out: str | Path) -> Path | None:
     tail = _plot_long_tail(groups, out / "facts_long_tail.png")
     if tail is not None:
         figures.append((tail.name, "long tail: generalized top-5 by the fact's training images (mean over seeds)"))
-    env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
-    page = env.from_string(_TEMPLATE).render(columns=COLUMNS, rows=fact_rows(groups), figures=figures, notes=notes)
-    path = out / PAGE
-    atomic_write_bytes(path, page.encode("utf-8"))
-    return path
+    return write_page(
+        out,
+        PAGE,
+        TEMPLATE,
+        nav,
+        columns=COLUMNS,
+        rows=fact_rows(groups),
+        figures=figures,
+        notes=notes,
+        legend=legend_rows(runs),
+    )
 
 
-__all__ = ["fact_rows", "fact_summary", "is_fact_run", "write_fact_page"]
+__all__ = ["fact_rows", "fact_summary", "write_fact_page"]

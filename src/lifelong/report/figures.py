@@ -13,12 +13,13 @@ from typing import Any
 
 import numpy as np
 from matplotlib.lines import Line2D
-from matplotlib.ticker import NullFormatter
+from matplotlib.ticker import LogLocator, MaxNLocator, NullFormatter
 
 from lifelong.metrics.analysis import records_of_type
 from lifelong.report.plots import (
     keep_axes_size,
     keep_task_axes,
+    legend_below,
     new_figure,
     note,
     outside_legend,
@@ -30,6 +31,7 @@ from lifelong.report.plots import (
 from lifelong.report.runs import Run, group_label, group_runs, line_color
 
 MARKERS = "osD^vP*Xph"
+LONG_STREAM = 40  # tasks: beyond, the legend goes under the figure so that the tasks get its whole width
 
 
 def plot_error_vs_cflop(runs: Sequence[Run], fronts: dict[tuple[str, Any], list[Run]], path: Path) -> Path:
@@ -52,11 +54,12 @@ def plot_error_vs_cflop(runs: Sequence[Run], fronts: dict[tuple[str, Any], list[
     if cflops and len(positive) == len(cflops):
         ax.set_xscale("log")
         low, high = ax.get_xlim()
-        if np.log10(high / low) >= 1.0:  # a decade or more: label the powers of ten only, minor labels collide
+        if math.floor(np.log10(high)) - math.ceil(np.log10(low)) >= 1:  # two powers of ten in view: label only them
             ax.xaxis.set_minor_formatter(NullFormatter())
+        else:  # fewer: label 2 and 5 times the powers of ten as well
+            ax.xaxis.set_minor_locator(LogLocator(subs=(2.0, 5.0)))
     elif cflops:
         ax.set_xscale("symlog", linthresh=min(positive, default=1.0))
-    _annotate_runs(ax, scored)
     handles = [
         Line2D([], [], color=line_color(i), marker="o", linestyle="", label=name) for i, name in enumerate(learners)
     ]
@@ -74,24 +77,41 @@ def plot_error_vs_cflop(runs: Sequence[Run], fronts: dict[tuple[str, Any], list[
     ax.set_title("error vs compute")
     ax.grid(alpha=0.3)
     keep_axes_size(fig, ax, 5.5, 3.5)
+    _annotate_runs(ax, scored)
     return save_png(fig, path)
 
 
 def _annotate_runs(ax: Any, runs: Sequence[Run]) -> None:
-    """Each point's run id beside it; to the left of points in the right half, so that it stays in the axes."""
+    """Each point's label beside it (to the left of points in the right half, so that it stays in the axes); points
+    whose labels would overlap share one label ('R1, R2') at the first of them."""
     ax.autoscale_view()
-    for run in runs:
-        x, y = run.row["cflop"], run.row["meta_test_mean_error"]
-        left = ax.transLimits.transform(ax.transScale.transform((x, y)))[0] > 0.5
-        ax.annotate(
-            run.id,
-            (x, y),
-            xytext=(-4 if left else 4, 4),
-            textcoords="offset points",
-            ha="right" if left else "left",
-            fontsize=7,
-            parse_math=False,
-        )
+    clusters = [[run] for run in runs]
+    while True:
+        labels = [_annotate(ax, cluster) for cluster in clusters]
+        ax.figure.canvas.draw()
+        renderer = ax.figure.canvas.get_renderer()
+        boxes = [label.get_window_extent(renderer).expanded(1.0, 1.3) for label in labels]
+        pair = next(((i, j) for i in range(len(boxes)) for j in range(i) if boxes[i].overlaps(boxes[j])), None)
+        if pair is None:
+            return
+        for label in labels:
+            label.remove()
+        i, j = pair
+        clusters[j] += clusters.pop(i)
+
+
+def _annotate(ax: Any, runs: Sequence[Run]) -> Any:
+    x, y = runs[0].row["cflop"], runs[0].row["meta_test_mean_error"]
+    left = ax.transLimits.transform(ax.transScale.transform((x, y)))[0] > 0.5
+    return ax.annotate(
+        ", ".join(run.label for run in runs),
+        (x, y),
+        xytext=(-4 if left else 4, 4),
+        textcoords="offset points",
+        ha="right" if left else "left",
+        fontsize=7,
+        parse_math=False,
+    )
 
 
 def plot_task_errors(runs: Sequence[Run], path: Path) -> Path:
@@ -102,32 +122,39 @@ def plot_task_errors(runs: Sequence[Run], path: Path) -> Path:
     for i, run in enumerate(runs):
         scored = [r for r in records_of_type(run.data.records, "predict") if r.get("error") is not None]
         xs, ys = [position[str(r["task"])] for r in scored], [float(r["error"]) for r in scored]
-        ax.plot(xs, ys, marker="o", markersize=3, linewidth=1, color=line_color(i), label=run.id)
+        ax.plot(xs, ys, marker="o", markersize=3, linewidth=1, color=line_color(i), label=run.legend)
     set_task_ticks(ax, uids)
     ax.set_ylim(0.0, 1.05)
     ax.set_ylabel("error (1 - accuracy or 1 - mAP)")
-    ax.set_title(f"error per task: {group_label(runs[0].group)}", parse_math=False)
-    if uids:
-        outside_legend(ax, fontsize=7)
-    else:
-        note(ax, "no predict records")
+    ax.set_title(wrap_label(f"error per task: {group_label(runs[0].group)}", 90), parse_math=False)
     ax.grid(axis="y", alpha=0.3)
+    if not uids:
+        note(ax, "no predict records")
+    elif len(uids) > LONG_STREAM:
+        keep_task_axes(fig, ax)
+        legend_below(fig, ax, fontsize=7)
+        return save_png(fig, path)
+    else:
+        outside_legend(ax, fontsize=7)
     keep_task_axes(fig, ax)
     return save_png(fig, path)
 
 
-def plot_regret(curves: Sequence[tuple[str, np.ndarray]], reference: Run, path: Path) -> Path:
-    """Regret curves R(t) of runs against the reference run (at least one); below zero the run made fewer errors."""
+def plot_regret(curves: Sequence[tuple[Run, Run, np.ndarray]], stream: str, path: Path) -> Path:
+    """Regret curves R(t) of runs against their references (run, reference, curve; at least one), over one stream;
+    below zero the run made fewer errors than its reference."""
     fig, ax = new_figure(8.0, 4.5)
-    for i, (run_id, curve) in enumerate(curves):
+    for i, (run, reference, curve) in enumerate(curves):
+        label = wrap_label(f"{run.label} vs {reference.label}: {run.row['learner']}, seed {run.row['seed']}", 32)
         ax.plot(
-            range(1, len(curve) + 1), curve, marker="o", markersize=3, linewidth=1, color=line_color(i), label=run_id
+            range(1, len(curve) + 1), curve, marker="o", markersize=3, linewidth=1, color=line_color(i), label=label
         )
     ax.axhline(0.0, color="0.5", linewidth=0.8)
     outside_legend(ax, fontsize=8)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("tasks evaluated (stream order)")
     ax.set_ylabel("R(t): cumulative error difference")
-    ax.set_title(wrap_label(f"regret against {reference.id}", 80), parse_math=False)
+    ax.set_title(wrap_label(f"regret against each run's reference: {stream}", 80), parse_math=False)
     ax.grid(alpha=0.3)
     keep_axes_size(fig, ax, 5.5, 3.0)
     return save_png(fig, path)
@@ -155,15 +182,16 @@ def slice_labels(per_run: Sequence[tuple[str, dict[str, dict[str, Any]]]], key: 
 
 
 def plot_slices(per_run: Sequence[tuple[str, dict[str, dict[str, Any]]]], key: str, path: Path) -> Path:
-    """Grouped bars: mean error per slice (x), one bar per run."""
+    """Grouped bars: mean error per slice (x), one bar per run ((legend label, slices) pairs)."""
     labels = slice_labels(per_run, key)
     width = 0.8 / max(len(per_run), 1)
-    fig, ax = new_figure(min(40.0, max(6.0, 0.3 * len(labels) * max(len(per_run), 2) + 2.0)), 4.5)
-    for i, (run_id, by_slice) in enumerate(per_run):
+    fig, ax = new_figure(max(6.0, 0.3 * len(labels) * max(len(per_run), 2) + 2.0), 4.5)
+    for i, (legend, by_slice) in enumerate(per_run):
         xs = [labels.index(label) + (i - (len(per_run) - 1) / 2) * width for label in by_slice]
         ys = [s["mean_error"] for s in by_slice.values()]
-        ax.bar(xs, ys, width=width, color=line_color(i), label=run_id)
-    ax.set_xticks(range(len(labels)), labels, rotation=45 if len(labels) > 6 else 0, fontsize=8, parse_math=False)
+        ax.bar(xs, ys, width=width, color=line_color(i), label=legend)
+    slanted = {"rotation": 45, "ha": "right", "rotation_mode": "anchor"} if len(labels) > 6 else {}
+    ax.set_xticks(range(len(labels)), labels, fontsize=8, parse_math=False, **slanted)
     ax.set_ylim(0.0, 1.05)
     ax.set_ylabel("mean error")
     ax.set_title(f"mean error by {key}")

@@ -2,8 +2,9 @@
 
 Figures are drawn on matplotlib's Agg canvas directly (no pyplot, no display, no global backend change)
 and written as PNG atomically. Long labels (task uids, run ids, learner names) neither squash the plot nor get
-cut off: `keep_axes_size` grows a figure to make room for them, legends wrap them, and `save_png` saves the
-figure's whole drawn extent.
+cut off: `keep_axes_size` grows a figure to make room for them (up to the page's width), legends wrap them, and
+`save_png` checks the layout before saving (`lifelong.report.layout`: no text overlaps another or leaves the figure,
+no figure is wider than the page).
 """
 
 from __future__ import annotations
@@ -23,28 +24,34 @@ from matplotlib.patches import Patch
 
 from lifelong.core.files import atomic_write_bytes
 from lifelong.metrics.analysis import records_of_type
+from lifelong.report.layout import DPI, MAX_WIDTH_IN, fit_layout
 
 META_TEST_COLOR = "tab:orange"
 META_TRAIN_COLOR = "tab:blue"
 MISSING_COLOR = "0.6"
 LABEL_WRAP = 40  # characters per line of a legend label
+PAD_IN = 0.1  # blank margin around everything drawn (inches)
 
 
 def new_figure(width: float, height: float = 4.5) -> tuple[Figure, Any]:
     """A figure with one axes on its own Agg canvas (no pyplot state), laid out to fit its labels."""
-    fig = Figure(figsize=(width, height), layout="constrained")
+    fig = Figure(figsize=(min(width, MAX_WIDTH_IN), height), dpi=DPI)
+    fig.set_layout_engine("constrained", w_pad=PAD_IN, h_pad=PAD_IN)
     FigureCanvasAgg(fig)
     return fig, fig.add_subplot()
 
 
 def task_figure(num_points: int) -> tuple[Figure, Any]:
     """A figure wide enough for one x label per point (106 tasks fit)."""
-    return new_figure(min(40.0, max(6.0, 0.2 * num_points + 2.0)))
+    return new_figure(min(MAX_WIDTH_IN, max(6.0, 0.2 * num_points + 2.0)))
 
 
 def set_task_ticks(ax: Any, uids: list[str]) -> None:
     """One x tick per task labelled with its uid (plain text, no math), rotated and shrunk for long streams."""
-    rotation, fontsize = 90 if len(uids) > 4 else 0, 7 if len(uids) > 30 else 9
+    n = len(uids)
+    longest = max(map(len, uids), default=0)
+    rotation = 90 if n > 4 and longest > 3 else 0
+    fontsize = 9 if n <= 20 else 7 if n <= 40 else 6 if n <= 70 else 5
     ax.set_xticks(range(len(uids)), uids, rotation=rotation, fontsize=fontsize, parse_math=False)
     ax.set_xlim(-0.6, max(len(uids), 1) - 0.4)
 
@@ -61,8 +68,8 @@ def note(ax: Any, text: str) -> None:
 
 
 def wrap_label(text: str, width: int = LABEL_WRAP) -> str:
-    """`text` on lines of at most `width` characters, broken at spaces or hyphens (inside a word if need be)."""
-    return "\n".join(textwrap.wrap(text, width, break_on_hyphens=True, break_long_words=True)) or text
+    """`text` on lines of at most `width` characters, broken at spaces (inside a word if need be)."""
+    return "\n".join(textwrap.wrap(text, width, break_on_hyphens=False, break_long_words=True)) or text
 
 
 def plain_legend(ax: Any, *, wrap: int | None = LABEL_WRAP, **kwargs: Any) -> Any:
@@ -78,6 +85,19 @@ def plain_legend(ax: Any, *, wrap: int | None = LABEL_WRAP, **kwargs: Any) -> An
 def outside_legend(ax: Any, **kwargs: Any) -> Any:
     """A plain legend to the right of the axes, where it covers no data (`keep_axes_size` makes room for it)."""
     return plain_legend(ax, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, **kwargs)
+
+
+def legend_below(fig: Figure, ax: Any, *, columns: int = 4, **kwargs: Any) -> Any:
+    """A plain legend of `ax`'s lines under the whole figure, `columns` wide: the axes keep the figure's width (a
+    long stream's task labels need it); the figure grows by the legend's rows."""
+    handles, labels = ax.get_legend_handles_labels()
+    columns = max(1, min(columns, len(labels)))
+    legend = fig.legend(handles, labels, loc="outside lower center", ncols=columns, **kwargs)
+    for text in legend.get_texts():
+        text.set_parse_math(False)
+    width, height = fig.get_size_inches()
+    fig.set_size_inches(width, height + 0.2 * -(-len(labels) // columns))
+    return legend
 
 
 def keep_axes_size(fig: Figure, ax: Any, width: float, height: float, *, beside: float = 0.0) -> None:
@@ -98,17 +118,16 @@ def keep_axes_size(fig: Figure, ax: Any, width: float, height: float, *, beside:
     extra_h = (max(0.0, box.y0 - tight.y0) + max(0.0, tight.y1 - box.y1)) / dpi
     fig_w, fig_h = fig.get_size_inches()
     pad = 0.3  # constrained layout's margins around the axes
-    fig.set_size_inches(max(fig_w, width + extra_w + beside + pad), max(fig_h, height + extra_h + pad))
+    fig_w = min(MAX_WIDTH_IN, max(fig_w, width + extra_w + beside + pad))  # never wider than the page
+    fig.set_size_inches(fig_w, max(fig_h, height + extra_h + pad))
 
 
 def save_png(fig: Figure, path: str | os.PathLike[str]) -> Path:
-    """Render `fig` as PNG (100 dpi) and write it atomically to `path`.
-
-    The image holds everything drawn (bbox_inches="tight"): text beyond the figure's edge, such as a long
-    annotation beside a point, widens the image instead of being cut off.
-    """
+    """Check the layout (`lifelong.report.layout.fit_layout`: no overlapping text, none off the figure, no wider
+    than the page), render `fig` as PNG (100 dpi, the figure's own size) and write it atomically to `path`."""
+    fit_layout(fig)
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=100, bbox_inches="tight", pad_inches=0.1)
+    fig.savefig(buffer, format="png", dpi=DPI)
     path = Path(path)
     atomic_write_bytes(path, buffer.getvalue())
     return path
@@ -137,9 +156,9 @@ def plot_task_errors(records: Iterable[Mapping[str, Any]], path: str | os.PathLi
     ax.set_title(title)
     if not predictions:
         note(ax, "no predict records")
-    ax.legend(
+    outside_legend(
+        ax,
         handles=[Patch(color=META_TRAIN_COLOR, label="meta-train"), Patch(color=META_TEST_COLOR, label="meta-test")],
-        loc="upper right",
         fontsize=8,
     )
     ax.grid(axis="y", alpha=0.3)
@@ -189,13 +208,26 @@ def plot_run(records: Iterable[Mapping[str, Any]], out_dir: str | os.PathLike[st
     ]
 
 
+def tick_names(names: Sequence[str]) -> list[str]:
+    """Tick labels of buckets or tasks: their names when all are short (years), else their positions 1..N."""
+    return list(names) if all(len(name) <= 6 for name in names) else [str(i + 1) for i in range(len(names))]
+
+
 def plot_accuracy_matrix(
-    R: Any, path: str | os.PathLike[str], *, labels: Sequence[str] | None = None, title: str = ""
+    R: Any,
+    path: str | os.PathLike[str],
+    *,
+    labels: Sequence[str] | None = None,
+    title: str = "",
+    colorbar_label: str = "accuracy (%)",
+    axis_names: tuple[str, str] = ("bucket", "bucket"),
 ) -> Path:
     """Heatmap of an accuracy matrix (rows: after training bucket i; columns: evaluated on bucket j) in percent.
 
     Each filled cell is annotated with its accuracy; None/NaN cells (not evaluated yet) stay blank. `labels` name
-    the buckets (default: their 1-based stream positions).
+    the buckets (default: their 1-based stream positions), one tick per row and column. The title sits above the
+    whole figure, so that the colorbar beside the matrix never covers it. `axis_names` name what the rows were
+    trained on and the columns evaluated on ('bucket', 'task').
     """
     matrix = np.array(R, dtype=float)  # None -> NaN
     if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1] or matrix.shape[0] == 0:
@@ -209,24 +241,29 @@ def plot_accuracy_matrix(
     names = [str(i + 1) for i in range(n)] if labels is None else [str(label) for label in labels]
     if len(names) != n:
         raise ValueError(f"labels must name each of the {n} buckets, got {len(names)}: {list(names)!r}")
-    side = min(30.0, max(5.0, 0.55 * n + 3.5))
-    fig, ax = new_figure(side + 1.2, side)
+    side = min(9.0, max(4.0, 0.45 * n + 2.5))
+    fig, ax = new_figure(side + 1.6, side + 0.6)
     percent = np.ma.masked_invalid(100.0 * matrix)
     cmap = colormaps["viridis"].with_extremes(bad="white")
     image = ax.imshow(percent, cmap=cmap, vmin=0.0, vmax=100.0, aspect="equal")
-    fontsize = 9 if n <= 10 else 7 if n <= 20 else 5
+    fontsize = 9 if n <= 10 else 7 if n <= 16 else 6 if n <= 24 else 5
     for i, j in zip(*np.nonzero(np.isfinite(matrix)), strict=True):
         value = 100.0 * matrix[i, j]
         color = "black" if value >= 60.0 else "white"  # viridis is light at the top of the scale
-        ax.text(j, i, f"{value:.1f}", ha="center", va="center", fontsize=fontsize, color=color)
-    ax.set_xticks(range(n), [f"evaluated on {name}" for name in names], rotation=45, ha="right", parse_math=False)
-    ax.set_yticks(range(n), [f"after training {name}" for name in names], parse_math=False)
+        text = f"{value:.0f}" if n > 12 else f"{value:.1f}"
+        ax.text(j, i, text, ha="center", va="center", fontsize=fontsize, color=color)
+    ticks = tick_names(names)
+    rotation = 0 if max(map(len, ticks)) * n <= 40 else 90
+    ax.set_xticks(range(n), ticks, rotation=rotation, parse_math=False)
+    ax.set_yticks(range(n), ticks, parse_math=False)
     ax.tick_params(labelsize=fontsize)
-    fig.colorbar(image, ax=ax, label="accuracy (%)", shrink=0.8)
-    ax.set_title(title or "accuracy matrix (%)", parse_math=False)
+    trained, evaluated = axis_names
+    ax.set_xlabel(f"evaluated on {evaluated} j")
+    ax.set_ylabel(f"after training {trained} i")
+    fig.colorbar(image, ax=ax, label=colorbar_label, shrink=0.8)
+    fig.suptitle(wrap_label(title or "accuracy matrix (%)", int(11 * (side + 1.6))), fontsize=10, parse_math=False)
     if not np.isfinite(matrix).any():
         note(ax, "no cell evaluated")
-    keep_axes_size(fig, ax, 0.7 * side, 0.7 * side, beside=1.2)
     return save_png(fig, path)
 
 
@@ -253,11 +290,11 @@ def plot_bucket_errors(
         ax.plot(range(n), errors, marker="o", markersize=3, linewidth=1.2, color=colors[j], label=names[j])
         if np.isfinite(errors[j]):
             ax.plot([j], [errors[j]], marker="o", markersize=7, color=colors[j], markeredgecolor="black", zorder=3)
-    set_task_ticks(ax, [f"after {name}" for name in names])
+    set_task_ticks(ax, tick_names(names))
     ax.set_ylim(0.0, 1.05)
     ax.set_xlabel("training events (after training bucket i)")
     ax.set_ylabel("error (1 - accuracy)")
-    ax.set_title(title or "error per bucket over training", parse_math=False)
+    ax.set_title(wrap_label(title or "error per bucket over training", 70), parse_math=False)
     outside_legend(ax, title="evaluated on", fontsize=7, title_fontsize=7, ncols=1 if n <= 20 else 2)
     if not np.isfinite(matrix).any():
         note(ax, "no cell evaluated")

@@ -15,20 +15,25 @@ from dataclasses import dataclass
 from typing import Any
 
 from lifelong.metrics.analysis import aggregate_seeds, forward_transfer_details, pareto_front, records_of_type
+from lifelong.report.plots import wrap_label
+from lifelong.report.systems import SYSTEMS, is_matrix_run, system_of
 from lifelong.results import DB_FILE, RunData
 
-REFERENCE_LEARNER = "independent"
 SUMMARY_FILE = "summary.json"
 FINISHED = "finished"
 
 
 @dataclass
 class Run:
-    """A run of the report: what was read from its folder and its table row."""
+    """A run of the report: what was read from its folder, its table row, status and short label (R1, R2, ...).
+
+    Figures name runs by their label (run ids can be longer than a figure); each page has a table from label to
+    run id."""
 
     data: RunData
     row: dict[str, Any]
     status: str = FINISHED
+    label: str = ""
 
     @property
     def id(self) -> str:
@@ -41,7 +46,17 @@ class Run:
     @property
     def is_matrix(self) -> bool:
         """A run that evaluates every task after each training event (CLEAR-style: an accuracy matrix)."""
-        return self.data.info["stream"].get("evaluation") == "all"
+        return is_matrix_run(self.data)
+
+    @property
+    def system(self) -> str:
+        """The key of the system whose page shows this run (`lifelong.report.systems`)."""
+        return system_of(self.data)
+
+    @property
+    def legend(self) -> str:
+        """The run in a figure's legend: its label, learner and seed (wrapped; the page maps labels to run ids)."""
+        return wrap_label(f"{self.label}: {self.row['learner']}, seed {self.row['seed']}", 32)
 
     @property
     def group(self) -> tuple[str, Any]:
@@ -121,20 +136,6 @@ def group_runs(runs: Sequence[Run]) -> dict[tuple[str, Any], list[Run]]:
     return groups
 
 
-def pick_reference(runs: Sequence[Run], reference: str | None) -> Run:
-    """The run named `reference` (a run id, else a learner: its first run); default: the first Independent run."""
-    if reference is None:
-        return next((r for r in runs if r.row["learner"] == REFERENCE_LEARNER), runs[0])
-    for key in ("run_id", "learner"):
-        match = next((r for r in runs if r.row[key] == reference), None)
-        if match is not None:
-            return match
-    raise ValueError(
-        f"reference {reference!r} is neither a run id nor a learner of the runs given; "
-        f"run ids: {[r.id for r in runs]}, learners: {sorted({r.row['learner'] for r in runs})}"
-    )
-
-
 def pareto_fronts(runs: Sequence[Run]) -> dict[tuple[str, Any], list[Run]]:
     """Per (stream, eval split), the runs on the Pareto front of (cFLOP, meta-test error), cheapest first."""
     fronts = {}
@@ -150,12 +151,12 @@ def forward_transfer_rows(runs: Sequence[Run]) -> tuple[list[dict[str, str]], li
     rows, notes = [], []
     for run in runs:
         values, skipped = forward_transfer_details(run.data.records)
-        rows += [{"run_id": run.id, "dataset": name, "ft": f"{ft:+.3f}"} for name, ft in values.items()]
-        notes += [f"{run.id}: {name}: {why}" for name, why in skipped.items()]
+        rows += [{"label": run.label, "dataset": name, "ft": f"{ft:+.3f}"} for name, ft in values.items()]
+        notes += [f"{run.label}: {name}: {why}" for name, why in skipped.items()]
     return rows, notes
 
 
-def _tasks_evaluated(run: Run) -> str:
+def tasks_evaluated(run: Run) -> str:
     """The 'tasks evaluated' cell: evaluated / stream tasks (and meta-test ones where the stream has a meta-test
     part); for an accuracy-matrix run, its buckets and evaluations ('10 buckets, 10 × 10 evaluations')."""
     row, stream = run.row, run.data.info["stream"]
@@ -177,6 +178,7 @@ def table_rows(runs: Sequence[Run], fronts: dict[tuple[str, Any], list[Run]]) ->
     on_front = {r.id for front in fronts.values() for r in front}
     return [
         {
+            "label": r.label,
             "run_id": r.id,
             "status": r.status,
             "finished": r.finished,
@@ -185,7 +187,7 @@ def table_rows(runs: Sequence[Run], fronts: dict[tuple[str, Any], list[Run]]) ->
             "stream": group_label(r.group),
             "error": _format(r.row["meta_test_mean_error"], ".4f"),
             "cflop": _format(r.row["cflop"], ".3g"),
-            "tasks": _tasks_evaluated(r),
+            "tasks": tasks_evaluated(r),
             "pareto": "yes" if r.id in on_front else "",
         }
         for r in runs
@@ -212,3 +214,21 @@ def seed_rows(runs: Sequence[Run]) -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+def legend_rows(runs: Sequence[Run]) -> list[dict[str, Any]]:
+    """The label table of a page: label, run id, learner, seed, stream, status and the page of the run's system."""
+    return [
+        {
+            "label": r.label,
+            "run_id": r.id,
+            "learner": r.row["learner"],
+            "seed": str(r.row["seed"]),
+            "stream": group_label(r.group),
+            "status": r.status,
+            "finished": r.finished,
+            "page": SYSTEMS[r.system].page,
+            "system": SYSTEMS[r.system].short,
+        }
+        for r in runs
+    ]

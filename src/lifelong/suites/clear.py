@@ -207,7 +207,7 @@ def temporal_stream(
             num_classes=len(classes),
             class_names=classes,
             year=_year(windows[bucket]),
-            domain=getattr(source, "domain", "photos"),
+            domain=getattr(source, "domain", "object"),
             metadata={
                 "resolution": resolution,
                 "bucket": bucket,
@@ -239,6 +239,7 @@ def clear_mini_source(data_root=None, **options):
     """
     from lifelong.data.sources.drifting import ClearMini
 
+    options.pop("skip_corrupt", None)  # rendered images: none is corrupt (--skip-corrupt is accepted and unused)
     return ClearMini(**options)
 
 
@@ -298,7 +299,10 @@ def temporal_source(
     try:
         return factory(*path, **options)
     except TypeError as exc:
-        raise ValueError(f"stream {name.value!r} does not accept options {sorted(options)}: {exc}") from exc
+        raise ValueError(
+            f"--stream {name.value} does not take one of the options {sorted(options)} ({exc}); see "
+            f"`lifelong streams {name.value}`"
+        ) from exc
 
 
 def get_temporal_stream(

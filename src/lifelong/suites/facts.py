@@ -73,7 +73,7 @@ def fact_stream(
         meta = {"task_facts": tuple(int(i) for i in owned), "fact_vectors": fact_vectors}
         if resolution is not None:
             meta["resolution"] = resolution
-        key = TaskKey(f"{name}-task{t}", TaskKind.FACT, len(facts), names, domain="facts", metadata=meta)
+        key = TaskKey(f"{name}-task{t}", TaskKind.FACT, len(facts), names, domain="object", metadata=meta)
         tasks.append(StreamTask(key, functools.partial(_task_splits, key, owned, load), source=name))
     vectors_flat = fact_vectors.reshape(len(facts), -1)
     similarity = task_similarity(vectors_flat, split.task, facts)

@@ -16,15 +16,15 @@ from lifelong.suites.spec import builtin_task as _spec
 
 MINI_TASKS = (
     _spec("digits", "digits", 1998, "ocr", 16, DIGITS, n_per_class=None, seed=0),
-    _spec("shapes", "shapes", 2001, "objects", 32, SHAPE_CLASSES, n_per_class=100, seed=1),
+    _spec("shapes", "shapes", 2001, "object", 32, SHAPE_CLASSES, n_per_class=100, seed=1),
     _spec("letters", "letters", 2004, "ocr", 28, LETTERS, n_per_class=120, seed=2),
-    _spec("textures", "textures", 2008, "textures", 32, TEXTURE_CLASSES, n_per_class=80, seed=3),
+    _spec("textures", "textures", 2008, "texture", 32, TEXTURE_CLASSES, n_per_class=80, seed=3),
     _spec("chars", "chars", 2012, "ocr", 32, CHARS, n_per_class=20, seed=4),
     _spec(
         "multi_shapes",
         "multi_shapes",
         2016,
-        "objects",
+        "object",
         32,
         SHAPE_CLASSES,
         TaskKind.MULTI_LABEL,
@@ -33,7 +33,7 @@ MINI_TASKS = (
     ),
     _spec("digits", "digits", 2019, "ocr", 16, DIGITS, n_per_class=None, seed=0),
     _spec("letters", "letters", 2020, "ocr", 28, LETTERS, n_per_class=120, seed=2),
-    _spec("shapes_small", "shapes", 2021, "objects", 16, SHAPE_CLASSES, n_per_class=60, seed=6, size=16),
+    _spec("shapes_small", "shapes", 2021, "object", 16, SHAPE_CLASSES, n_per_class=60, seed=6, size=16),
 )
 META_TEST_FROM_YEAR = 2019
 

@@ -235,14 +235,17 @@ def nevis_stream(
             f" and {len(missing) - SHOW_MISSING} more" if len(missing) > SHOW_MISSING else ""
         )
         raise ValueError(
-            f"{name}: {len(missing)} of {len(rows)} tasks have no data under {str(root)!r}: {shown}; provide them "
-            "(lifelong.suites.availability.data_status lists the folder and layouts each needs) or pass "
-            "--allow-missing (allow_missing=True) to run the available tasks only"
+            f"{name}: {len(missing)} of {len(rows)} tasks have no data under {root}: {shown}; provide them "
+            f"(`lifelong data status --stream {name}` lists the folder and layouts each needs) or pass "
+            "--allow-missing to run the available tasks only"
         )
     if allow_missing:
         rows = tuple(row for row in rows if found[row.name].available)
         if not rows:
-            raise ValueError(f"{name}: no task has data under {str(root)!r}; provide at least one dataset")
+            raise ValueError(
+                f"{name}: no task has data under {root}; provide at least one dataset (`lifelong data status "
+                f"--stream {name}` lists them), or set --data-root or $LIFELONG_DATA"
+            )
     specs = [_task_spec(row, found[row.name]) for row in rows]
     stream = build_stream(
         name, specs, meta_test_from_year=meta_test_from_year, eval_split=eval_split, skip_corrupt=skip_corrupt

@@ -41,12 +41,12 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from lifelong.core.domains import DOMAINS
 from lifelong.core.tasks import TaskKind
 
 C = TaskKind.MULTI_CLASS
 M = TaskKind.MULTI_LABEL
 META_TEST_FROM_YEAR = 2019
-DOMAINS = ("object", "ocr", "face", "texture", "scene", "satellite", "counting", "medical", "xray", "quality", "shape")
 
 
 @dataclass(frozen=True)
