@@ -147,12 +147,21 @@ def pareto_fronts(runs: Sequence[Run]) -> dict[tuple[str, Any], list[Run]]:
 
 
 def forward_transfer_rows(runs: Sequence[Run]) -> tuple[list[dict[str, str]], list[str]]:
-    """Forward transfer per run and repeated dataset, and notes on the datasets left out."""
-    rows, notes = [], []
+    """Forward transfer per run and repeated dataset, and notes on the datasets left out: one note per reason,
+    naming the runs and datasets it applies to (a learner without dev curves is one line, not one per dataset)."""
+    rows = []
+    left_out: dict[str, dict[str, list[str]]] = {}  # reason -> run label -> datasets
     for run in runs:
         values, skipped = forward_transfer_details(run.data.records)
         rows += [{"label": run.label, "dataset": name, "ft": f"{ft:+.3f}"} for name, ft in values.items()]
-        notes += [f"{run.label}: {name}: {why}" for name, why in skipped.items()]
+        for name, why in skipped.items():
+            left_out.setdefault(why, {}).setdefault(run.label, []).append(name)
+    notes = []
+    for why, by_run in left_out.items():
+        runs_by_datasets: dict[tuple[str, ...], list[str]] = {}  # runs of one stream share their datasets
+        for label, names in by_run.items():
+            runs_by_datasets.setdefault(tuple(names), []).append(label)
+        notes += [f"{', '.join(labels)}: {', '.join(names)}: {why}" for names, labels in runs_by_datasets.items()]
     return rows, notes
 
 
