@@ -58,8 +58,8 @@ def test_a_resumed_run_continues_from_the_drivers_checkpoint(tmp_path, worker_tm
     run_remote(LocalExecutor(), [spec])
     with pytest.raises(RunExistsError, match="--resume"):  # refused on the driver, before anything is sent
         run_remote(LocalExecutor(), [dataclasses.replace(spec, stop_after=None)])
-    with pytest.raises(ValueError, match="different setup"):
-        run_remote(LocalExecutor(), [dataclasses.replace(spec, resume=True, learner_options={"shrink": 0.5})])
+    with pytest.raises(ValueError, match="different setup"):  # the same id (options would change it), 2 threads
+        run_remote(LocalExecutor(), [dataclasses.replace(spec, resume=True, threads=2)])
     [summary] = run_remote(LocalExecutor(), [dataclasses.replace(spec, resume=True, stop_after=None)])
     whole = execute(dataclasses.replace(spec, out=str(tmp_path / "whole"), stop_after=None))
     assert summary["events_done"] == summary["events_total"] == 18

@@ -267,7 +267,6 @@ BAD_INPUTS = [
     (("experiment", "--rank", "{tmp}/matrix.npy", "--eval", "{tmp}/nowhere.npy"), "nowhere.npy"),
     (("beyond", "--matrix", "{tmp}/matrix.npy", "--rank", "{tmp}/matrix.npy"), "either --matrix"),
     (("beyond", "--rank", "{tmp}/matrix.npy", "--eval", "{tmp}/narrow.npy"), "same samples"),
-    (("beyond", "--matrix", "{tmp}/matrix.npy", "--budgets", "8,x"), "budgets"),
     (("build-zoo", "{tmp}/zoo", "--corruptions", "glitter"), "glitter"),
 ]
 

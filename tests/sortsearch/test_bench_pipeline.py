@@ -158,6 +158,8 @@ def test_budgets_take_the_readmes_geometric_run(tmp_path):
     refused = lifelong(*args, "--budgets", "8,16,...,100")  # a usage error, as the flags are read
     assert refused.exit_code == 2 and "error: Invalid value for '--budgets'" in refused.stderr
     assert "geometric run" in refused.stderr
+    refused = lifelong("bench", "beyond", "--matrix", tmp_path / "R.npy", "--budgets", "8,x")
+    assert refused.exit_code == 2 and "error: Invalid value for '--budgets'" in refused.stderr
     assert "did you mean 'confidence'" in error_of(lifelong(*args, "--sort", "confidense"))
     assert "--rank-confidence" in error_of(lifelong(*args, "--sort", "confidence"))
 
