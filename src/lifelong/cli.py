@@ -403,7 +403,7 @@ def report_command(
     out: Path = typer.Option(Path("report"), "--out", help="Folder for index.html and its figures."),
     reference: str = typer.Option(None, "--reference", help="Run id or learner for regret (default: independent)."),
 ) -> None:
-    """One HTML page comparing runs: error vs cFLOP with the Pareto front, per-task error, regret, slices."""
+    """An HTML report comparing runs: an index and one page per system (task streams, CLEAR, CoG, facts)."""
     from lifelong.commands.terminal import note
     from lifelong.report.html import write_report
     from lifelong.results.runs import find_runs
