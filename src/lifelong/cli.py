@@ -244,12 +244,18 @@ def _print_options(rows: list[dict], usage: str) -> None:
         console.print("  (no options)")
         return
     width = max(console.width, 40)
+    first_with: dict[str, str] = {}  # a help paragraph shared by several options is printed once
     for row in rows:
         default = "" if row["default"] == "-" else f", default {row['default']}"
         console.print(f"  [bold]{escape(row['name'])}[/]: {escape(row['type'])}{escape(default)}", soft_wrap=True)
-        if row["help"] != "-":
-            lines = textwrap.wrap(row["help"], width - 6, break_long_words=False, break_on_hyphens=False)
-            console.print("\n".join("      " + escape(line) for line in lines), soft_wrap=True)
+        if row["help"] == "-":
+            continue
+        if row["help"] in first_with:
+            console.print(f"      (see {escape(first_with[row['help']])} above)", soft_wrap=True)
+            continue
+        first_with[row["help"]] = row["name"]
+        lines = textwrap.wrap(row["help"], width - 6, break_long_words=False, break_on_hyphens=False)
+        console.print("\n".join("      " + escape(line) for line in lines), soft_wrap=True)
 
 
 @app.command("learners")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import types
 import typing
 from typing import Any
@@ -133,5 +134,5 @@ def _example(default: Any) -> str:
     if default is None:
         return "null"
     if isinstance(default, tuple | list):
-        return "'[" + ", ".join(repr(v) if isinstance(v, str) else str(v) for v in default) + "]'"
+        return "'[" + ", ".join(json.dumps(v) if isinstance(v, str) else str(v) for v in default) + "]'"  # JSON
     return str(default)
