@@ -1,5 +1,5 @@
 """`python -m lifelong ...`: the `lifelong` command with this interpreter (scripts/install-cog-mini.sh uses it)."""
 
-from lifelong.cli import app
+from lifelong.cli import main
 
-app(prog_name="lifelong")
+main()

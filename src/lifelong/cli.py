@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import signal
+import sys
 from pathlib import Path
 
 import typer
@@ -668,5 +669,21 @@ def _readable_help(root: typer.Typer) -> None:
 _readable_help(app)
 
 
+def main(prog_name: str = "lifelong") -> None:
+    """The `lifelong` command. Once a command has ended, its exit code stands: the output is flushed and a late
+    Ctrl-C or SIGTERM is ignored while the interpreter shuts down (Python resets its own handlers then, so a
+    signal during the teardown of torch and friends would otherwise kill a finished command with 130/143)."""
+    try:
+        app(prog_name=prog_name)
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):  # a closed pipe or stream: nothing more can reach the reader
+                pass
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, signal.SIG_IGN)
+
+
 if __name__ == "__main__":
-    app()
+    main()

@@ -7,6 +7,8 @@ import dataclasses
 import json
 import os
 import signal
+import subprocess
+import sys
 
 import pytest
 from support import write_two_task_manifest
@@ -235,3 +237,19 @@ def test_a_signal_after_the_run_finished_exits_0(tmp_path, monkeypatch, restore_
     assert result.exit_code == 0, result.output
     summary = json.loads((tmp_path / "runs" / "late-nearest-mean-seed0" / "summary.json").read_text())
     assert summary["events_done"] == summary["events_total"] == 4
+
+
+def test_a_signal_while_a_finished_command_shuts_down_leaves_its_exit_code(tmp_path):
+    """SIGTERM in the interpreter's teardown, after the command printed everything (as a slow reader of its output
+    can make happen): Python has reset its own handlers by then, so only an ignored signal leaves exit 0."""
+    script = (
+        "import atexit, os, signal\n"
+        "atexit.register(lambda: os.kill(os.getpid(), signal.SIGTERM))  # runs during the interpreter's shutdown\n"
+        "from lifelong.cli import main\n"
+        "main()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, "learners", "--json"], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+    assert json.loads(done.stdout)  # the whole output reached the reader
