@@ -126,3 +126,16 @@ def test_missing_path_is_named(tmp_path, spec):
 def test_unknown_source_form_lists_the_forms():
     with pytest.raises(ValueError, match="builtin:NAME"):
         load_source("ftp:somewhere")
+
+
+@pytest.mark.parametrize("state", ["absent", "empty"])
+def test_missing_or_empty_fashion_mnist_names_the_debian_package(tmp_path, monkeypatch, state):
+    import lifelong.data.sources.idx as idx
+
+    folder = tmp_path / "fashion-mnist"
+    if state == "empty":
+        folder.mkdir()
+    monkeypatch.setattr(idx, "FASHION_MNIST_DIRS", (folder,))
+    with pytest.raises(FileNotFoundError, match="apt-get install dataset-fashion-mnist") as error:
+        load_source("fashion-mnist")
+    assert "'" not in str(error.value).split("`")[0]  # the path is written plainly, not as a Python repr

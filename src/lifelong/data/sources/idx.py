@@ -81,17 +81,18 @@ def load_idx_dir(directory: str | Path, *, class_names: Sequence[str] | None = N
     prefixes = sorted({prefix for prefix, _ in found})
     if not prefixes:
         raise FileNotFoundError(
-            f"no IDX files in {str(directory)!r}: expected e.g. train-images-idx3-ubyte.gz and "
+            f"no IDX files in {directory}: expected e.g. train-images-idx3-ubyte.gz and "
             "train-labels-idx1-ubyte.gz"
         )
     for prefix in prefixes:
         for what in ("images", "labels"):
             if (prefix, what) not in found:
-                raise FileNotFoundError(f"{str(directory)!r} has {prefix} IDX files but no {prefix}-{what} file")
+                raise FileNotFoundError(f"{directory} has {prefix} IDX files but no {prefix}-{what} file")
     unknown = [p for p in prefixes if p not in _PREFIX_SPLITS]
     if len(prefixes) > 1 and unknown:
         raise ValueError(
-            f"IDX prefixes {unknown} in {str(directory)!r} name no known split; expected {sorted(_PREFIX_SPLITS)}"
+            f"IDX prefixes {', '.join(unknown)} in {directory} name no known split; expected one of "
+            f"{', '.join(sorted(_PREFIX_SPLITS))}"
         )
     order = sorted(prefixes, key=lambda p: ("train", "val", "test").index(_PREFIX_SPLITS.get(p, "train")))
     images, labels, ids, splits = [], [], [], []
@@ -126,9 +127,13 @@ def load_idx_dir(directory: str | Path, *, class_names: Sequence[str] | None = N
 
 def load_fashion_mnist() -> LabeledImages:
     """Real Fashion-MNIST (60,000 train + 10,000 test, 28x28 gray, 10 classes) from Debian's package folder."""
+    install = "install it with `apt-get install dataset-fashion-mnist`, or load its IDX files with the source idx:DIR"
     for directory in FASHION_MNIST_DIRS:
         if directory.is_dir():
-            return load_idx_dir(directory, class_names=FASHION_MNIST_CLASSES)
+            try:
+                return load_idx_dir(directory, class_names=FASHION_MNIST_CLASSES)
+            except FileNotFoundError as exc:  # the folder is there but its files are not (a broken install)
+                raise FileNotFoundError(f"Fashion-MNIST is incomplete: {exc}; {install}") from None
     raise FileNotFoundError(
         f"Fashion-MNIST not found in {', '.join(str(d) for d in FASHION_MNIST_DIRS)}; install it with "
         "`apt-get install dataset-fashion-mnist`, or load its IDX files with the source idx:DIR"
