@@ -136,6 +136,13 @@ def test_results_lists_the_runs_and_skips_folders_without_one(tmp_path, width80)
     assert "untidy-nearest-mean-seed0" in result.output and "untidy-nearest-mean-seed1" in result.output
     assert f"skipped {out / 'empty-leftover'}: holds no run" in result.output
     assert f"skipped {out / 'lock-only'}: holds no run" in result.output
+    import shutil
+
+    copied = out / "copied-in-seed0"  # a run folder the database does not record (brought from elsewhere)
+    shutil.copytree(out / "untidy-nearest-mean-seed0", copied)
+    listed = invoke("results", out)
+    assert listed.exit_code == 0 and "copied-in-seed0" in " ".join(listed.output.split())
+    assert "its run is not in" in listed.output
 
 
 def test_report_skips_folders_without_a_run_with_one_line_each(tmp_path, width80):

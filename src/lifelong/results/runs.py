@@ -143,8 +143,9 @@ def find_runs(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[Path], list
 def recorded_runs(folder: str | os.PathLike[str]) -> tuple[list[dict[str, Any]], list[str]]:
     """The runs a results folder's database records, oldest first, and one note per folder holding no run.
 
-    A database row whose folder holds no run.json (a run refused before it started, or a folder deleted since)
-    and a subfolder that holds no run (an empty folder left behind) are skipped with a note each.
+    A database row whose folder holds no run.json (a run refused before it started, or a folder deleted since),
+    a subfolder that holds no run (an empty folder left behind) and a run folder the database does not record
+    (copied in from elsewhere) are passed over with a note each.
     """
     folder = Path(folder)
     if not folder.is_dir():
@@ -162,7 +163,11 @@ def recorded_runs(folder: str | os.PathLike[str]) -> tuple[list[dict[str, Any]],
         else:
             notes.append(f"skipped {row['run_id']}: recorded, but its folder {run_folder} is gone")
     for child in _subfolders(folder):
-        if child.name not in named and not (child / RUN_FILE).is_file():
+        if child.name in named:
+            continue
+        if (child / RUN_FILE).is_file():  # e.g. copied in from another runs folder: `report` can still read it
+            notes.append(f"not listed {child}: its run is not in {folder / DB_FILE} (`lifelong report` reads it)")
+        else:
             notes.append(f"skipped {child}: holds no run")
     return runs, notes
 
