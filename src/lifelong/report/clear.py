@@ -16,7 +16,7 @@ import numpy as np
 from lifelong.metrics.accuracy_matrix import IID_METRICS, clear_metrics, matrix_from_records, reported_metrics
 from lifelong.report.pages import Section, write_page
 from lifelong.report.plots import plot_accuracy_matrix, plot_bucket_errors
-from lifelong.report.runs import Run, group_label, tasks_evaluated
+from lifelong.report.runs import Run, group_label, run_cells, tasks_evaluated
 from lifelong.report.systems import CLEAR, SYSTEMS
 
 PAGE = SYSTEMS[CLEAR].page
@@ -54,13 +54,7 @@ def _cells(values: dict[str, float] | None) -> list[str]:
 def _rows(runs: Sequence[Run]) -> list[dict[str, Any]]:
     return [
         {
-            "label": r.label,
-            "run_id": r.id,
-            "status": r.status,
-            "finished": r.finished,
-            "learner": r.row["learner"],
-            "seed": str(r.row["seed"]),
-            "stream": group_label(r.group),
+            **run_cells(r),
             "protocol": _protocol(r),
             "tasks": tasks_evaluated(r),
             "cells": _cells(run_metrics(r)),

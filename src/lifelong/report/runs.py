@@ -182,18 +182,26 @@ def tasks_evaluated(run: Run) -> str:
     return f"{text} ({row['num_meta_test']} meta-test)"
 
 
+def run_cells(r: Run) -> dict[str, Any]:
+    """The cells every page's runs table starts with: label, id, status, learner, seed, stream (and `finished`,
+    which marks the rows whose status needs attention)."""
+    return {
+        "label": r.label,
+        "run_id": r.id,
+        "status": r.status,
+        "finished": r.finished,
+        "learner": r.row["learner"],
+        "seed": str(r.row["seed"]),
+        "stream": group_label(r.group),
+    }
+
+
 def table_rows(runs: Sequence[Run], fronts: dict[tuple[str, Any], list[Run]]) -> list[dict[str, Any]]:
-    """The runs table, formatted; `finished` marks the rows whose status needs attention."""
+    """The runs table of task streams, formatted."""
     on_front = {r.id for front in fronts.values() for r in front}
     return [
         {
-            "label": r.label,
-            "run_id": r.id,
-            "status": r.status,
-            "finished": r.finished,
-            "learner": r.row["learner"],
-            "seed": str(r.row["seed"]),
-            "stream": group_label(r.group),
+            **run_cells(r),
             "error": _format(r.row["meta_test_mean_error"], ".4f"),
             "cflop": _format(r.row["cflop"], ".3g"),
             "tasks": tasks_evaluated(r),
