@@ -26,7 +26,7 @@ from lifelong.core.tasks import TaskKey
 from lifelong.learners.buffers import POLICIES, ReplayBuffer
 from lifelong.learners.options import configure
 from lifelong.learners.penalties import EWC, MAS, PENALTIES, SI, ItemLoss, LwF, Term
-from lifelong.training import encoders
+from lifelong.training import encoders, feature_cache
 from lifelong.training.continual_loop import model_inputs, predict_items, step_lr, train_continual
 from lifelong.training.devices import cpu_tensors, current_accelerator
 from lifelong.training.flops import architecture_forward_flops
@@ -170,12 +170,14 @@ class ContinualLearner:
         self._encoder: nn.Module | None = None
         self._encoder_flops: dict[tuple[int, ...], float] = {}
         self._encoded: OrderedDict[bytes, np.ndarray] = OrderedDict()  # frozen encoder: features by item digest
+        self._identities: dict[str, dict[str, Any]] = {}  # the encoder's feature-cache identity by precision
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.config})"
 
     def __getstate__(self) -> dict:
-        return {**self.__dict__, "_encoder": None, "_encoded": OrderedDict()}  # the encoder reloads from its spec
+        # the encoder reloads from its spec
+        return {**self.__dict__, "_encoder": None, "_encoded": OrderedDict(), "_identities": {}}
 
     # ---- state -------------------------------------------------------------------------------------------
 
@@ -212,9 +214,9 @@ class ContinualLearner:
         space = state.get("label_space")
         if space is not None and (space["num_classes"], space["class_names"]) != (task.num_classes, task.class_names):
             raise ValueError(
-                f"{self.name}: task {task.uid!r} ({task.num_classes} classes {list(task.class_names)}) does not share "
-                f"the label space of task {space['uid']!r} ({space['num_classes']} classes "
-                f"{list(space['class_names'])}); these learners need a fixed label space (a domain-incremental "
+                f"{self.name}: task {task.uid} ({task.num_classes} classes: {_names(task.class_names)}) does not "
+                f"share the label space of task {space['uid']} ({space['num_classes']} classes: "
+                f"{_names(space['class_names'])}); these learners need a fixed label space (a domain-incremental "
                 "stream such as clear-*)"
             )
 
@@ -263,12 +265,29 @@ class ContinualLearner:
         if key in self._encoded:
             self._encoded.move_to_end(key)
             return self._encoded[key]
-        features = np.asarray(encoders.encode(encoder, items, batch_size=self.config.eval_batch_size), dtype=np.float32)
+        features = self._cached_encode(encoder, items)
         features.setflags(write=False)  # shared by later calls: nobody may change it in place
         self._encoded[key] = features
         while len(self._encoded) > _ENCODED_CACHE:
             self._encoded.popitem(last=False)
         return features
+
+    def _cached_encode(self, encoder: nn.Module, items: np.ndarray) -> np.ndarray:
+        """Features of `items` through the shared feature cache (`lifelong.training.feature_cache`, keyed by the
+        encoder's weights, preprocessing and forward precision, and the items' bytes): another run or seed of the
+        same encoder on the same buckets reads them, memory-mapped, instead of encoding again."""
+        precision = feature_cache.forward_precision()
+        if precision not in self._identities:
+            preprocessing = {"resolution": encoder.resolution, "transform": feature_cache.ARRAY_TRANSFORM}
+            self._identities[precision] = feature_cache.encoder_identity(
+                encoder, precision=precision, preprocessing=preprocessing
+            )
+        batch_size = self.config.eval_batch_size
+
+        def encode(block: np.ndarray) -> np.ndarray:
+            return np.asarray(encoders.encode(encoder, block, batch_size=batch_size), dtype=np.float32)
+
+        return feature_cache.cached_array_features(encode, items, self._identities[precision])
 
     def _encoder_forward_flops(self, encoder: nn.Module, image_shape: tuple[int, ...]) -> float:
         """Forward FLOPs of the encoder per image of `image_shape` (counted once per shape)."""
@@ -448,3 +467,10 @@ class ContinualLearner:
 
 def _label_space(task: TaskKey) -> dict[str, Any]:
     return {"uid": task.uid, "num_classes": task.num_classes, "class_names": task.class_names}
+
+
+def _names(class_names: Sequence[str], shown: int = 6) -> str:
+    """Class names for a message: the first few, comma-separated, then how many more."""
+    names = [str(name) for name in class_names]
+    more = f", ... ({len(names) - shown} more)" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
