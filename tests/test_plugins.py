@@ -1,5 +1,6 @@
-"""Extension without editing the package: a third-party package registers a learner, a stream, a temporal source
-and a metric through entry points, is installed with pip, and `lifelong run` uses them."""
+"""Extension without editing the package: a third-party package registers a learner, a stream, a temporal source,
+a metric and an encoder through entry points, is installed with pip, and `lifelong run` / `lifelong models` use
+them."""
 
 from __future__ import annotations
 
@@ -34,6 +35,9 @@ theirs-drift = "lifelong_theirs:drift"
 
 [project.entry-points."lifelong.metrics"]
 theirs = "lifelong_theirs:count_events"
+
+[project.entry-points."lifelong.encoders"]
+theirs-encoder = "lifelong_theirs:glyph_encoder"
 """
 
 MODULE = '''
@@ -91,6 +95,22 @@ class EventCount:
 def count_events(stream):
     """How many events the run recorded."""
     return EventCount()
+
+
+def glyph_encoder():
+    """Their encoder: a fixed 3x3 edge filter, pooled, at 24 pixels with their own normalisation."""
+    import torch
+    from torch import nn
+
+    from lifelong.training.encoders import Encoder, Preprocessing
+
+    conv = nn.Conv2d(3, 6, 3)
+    with torch.no_grad():
+        conv.weight.copy_(torch.linspace(-1, 1, conv.weight.numel()).view_as(conv.weight))
+        conv.bias.zero_()
+    module = nn.Sequential(conv, nn.AdaptiveAvgPool2d(1), nn.Flatten())
+    pre = Preprocessing(resolution=24, mean=(0.5, 0.4, 0.3), std=(0.25, 0.25, 0.25))
+    return Encoder(module, feature_dim=6, preprocessing=pre, description="their glyph encoder", licence="MIT")
 '''
 
 
@@ -139,3 +159,25 @@ def test_an_unknown_learner_names_the_entry_point_group(site, tmp_path):
     done = _lifelong(site, "run", "--learner", "nobody", "--stream", "theirs", cwd=tmp_path)
     assert done.returncode == 2
     assert "unknown learner 'nobody'" in done.stderr and "lifelong.learners" in done.stderr
+
+
+def test_their_encoder_is_listed_and_extracts_features(site, tmp_path):
+    listed = _lifelong(site, "models", "list", "--json", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    rows = {row["name"]: row for row in json.loads(listed.stdout)}
+    theirs = rows["theirs-encoder"]
+    assert (theirs["package"], theirs["resolution"], theirs["feature_dim"], theirs["head"]) == (
+        "lifelong-theirs", 24, 6, False
+    )
+    assert "efficientnet-lite0" in rows  # beside the built-ins
+    from PIL import Image
+
+    Image.new("RGB", (30, 40), (200, 10, 90)).save(tmp_path / "red.png")
+    done = _lifelong(site, "models", "features", "theirs-encoder", "red.png", "--out", "f.npy", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    import numpy as np
+
+    features = np.load(tmp_path / "f.npy")
+    assert features.shape == (1, 6) and np.abs(features).sum() > 0
+    refused = _lifelong(site, "models", "predict", "theirs-encoder", "red.png", cwd=tmp_path)
+    assert refused.returncode == 2 and "has no classifier head" in refused.stderr

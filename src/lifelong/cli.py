@@ -21,6 +21,7 @@ from lifelong.commands.device_options import (
     PrecisionOption,
 )
 from lifelong.commands.facts import facts_app
+from lifelong.commands.models import models_app
 from lifelong.commands.outputs import OverwriteOption, ResumeOption, SkipCorruptOption
 from lifelong.commands.terminal import console, fail, note
 
@@ -35,6 +36,7 @@ DATA_ROOT_HELP = "Datasets folder (default: $LIFELONG_DATA, else ~/.lifelong/dat
 app.add_typer(bench_app, name="bench")
 app.add_typer(cog_app, name="cog")
 app.add_typer(facts_app, name="facts")
+app.add_typer(models_app, name="models")
 
 
 def _parse_options(pairs: list[str]) -> dict:

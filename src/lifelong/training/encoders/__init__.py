@@ -1,0 +1,54 @@
+"""Encoders: one layer for every pretrained or pretrainable backbone the toolkit runs (spec/clear.md section 4,
+spec/imagenet_cog.md section 2, issue 23).
+
+An `Encoder` maps images (the toolkit's [-1, 1] input convention; `Encoder.prepare` makes them from uint8 images
+with the encoder's own resize and crop) to features [N, D], knows its preprocessing, feature size and identity, and
+may carry an ImageNet-1K classifier head. `load_encoder` takes every spec (`specs`): registered names (built-in
+EfficientNet-Lite0/1/2 and third parties' under the entry point group `lifelong.encoders`), the toolkit's own
+checkpoints, TorchScript files, `hf:` models and `package.module:callable`.
+"""
+
+from lifelong.training.encoders.base import Encoder, Preprocessing, square_image, weights_sha256
+from lifelong.training.encoders.checkpoints import (
+    FORMAT,
+    EncoderCheckpoint,
+    backbone_encoder,
+    save_encoder,
+    untrained_encoder,
+)
+from lifelong.training.encoders.run import check_images, encode, encode_images, encoder_flops
+from lifelong.training.encoders.specs import (
+    ENCODERS,
+    EncoderNotFoundError,
+    EncoderSpec,
+    EncoderSpecError,
+    check_encoder_spec,
+    load_encoder,
+    parse_encoder_spec,
+)
+from lifelong.training.encoders.wrap import DEFAULT_RESOLUTION, _wrap_module
+
+__all__ = [
+    "DEFAULT_RESOLUTION",
+    "ENCODERS",
+    "FORMAT",
+    "Encoder",
+    "EncoderCheckpoint",
+    "EncoderSpec",
+    "EncoderNotFoundError",
+    "EncoderSpecError",
+    "Preprocessing",
+    "_wrap_module",
+    "backbone_encoder",
+    "check_encoder_spec",
+    "check_images",
+    "encode",
+    "encode_images",
+    "encoder_flops",
+    "load_encoder",
+    "parse_encoder_spec",
+    "save_encoder",
+    "square_image",
+    "untrained_encoder",
+    "weights_sha256",
+]
