@@ -5,6 +5,8 @@
 - The CPU in fp32 unless a test picks an accelerator itself: many tests compare with CPU references to tight
   tolerances, and on a GPU machine the default accelerator would be CUDA with bf16. Device-parametrised tests
   enter `accelerator_scope` for each of `available_devices()`; a RunSpec's own device applies inside its run.
+- A feature cache of each test's own ($LIFELONG_CACHE under tmp_path): no test reads features another test (or
+  the user) cached, and none writes into ~/.cache.
 """
 
 import pytest
@@ -19,3 +21,8 @@ set_torch_threads(1)
 def _cpu_fp32_unless_chosen():
     with accelerator_scope(Accelerator(device="cpu")):
         yield
+
+
+@pytest.fixture(autouse=True)
+def _own_feature_cache(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("LIFELONG_CACHE", str(tmp_path_factory.mktemp("lifelong-cache")))

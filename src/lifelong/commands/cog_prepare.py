@@ -117,12 +117,14 @@ def plan_features(
 ) -> FeaturesPlan:
     """Name the features set of (encoder, data) and list its levels; nothing is extracted yet.
 
-    The set lives in `<data root>/cog-features/<name>`, name = dataset-encoder-hash (of the encoder file's bytes
-    and the dataset's identity), and its cog.json lists the levels whose features are complete.
+    The set lives in `<data root>/cog-features/<name>`, name = dataset-encoder-hash (of the encoder file's bytes,
+    the precision of the forward pass on the current accelerator, and the dataset's identity), and its cog.json
+    lists the levels whose features are complete.
     """
     import hashlib
 
     from lifelong.suites.cog import features_root
+    from lifelong.training.feature_cache import forward_precision
 
     if not encoder.is_file():
         raise FileNotFoundError(f"encoder file {str(encoder)!r} not found; train one with `lifelong cog pretrain`")
@@ -142,7 +144,10 @@ def plan_features(
         identity = str(folder.resolve())
         for name, wnids in groups.items():
             levels[name] = functools.partial(_folder_level, folder, wnids)
-    digest = hashlib.sha256(encoder.read_bytes() + (identity if data == "cog-mini" else digest_identity).encode())
+    precision = forward_precision()  # bf16 GPU features and fp32 CPU ones are different sets
+    digest = hashlib.sha256(
+        encoder.read_bytes() + (identity if data == "cog-mini" else digest_identity).encode() + precision.encode()
+    )
     name = f"{dataset}-{encoder.stem}-{digest.hexdigest()[:10]}".replace("/", "_")
     return FeaturesPlan(name, features_root(data_root) / name, dataset, identity, encoder, levels)
 
@@ -171,8 +176,10 @@ def extract_levels(
 ) -> str:
     """Extract (or resume, or reuse) the train/test features of `levels` only; return the features set's name.
 
-    Features are a cache keyed by encoder and data: an interrupted extraction continues, a finished one is reused;
-    `overwrite` (--overwrite) extracts these levels again from scratch.
+    Features come from the shared feature cache (`lifelong.training.feature_cache`, keyed by the encoder's identity
+    with its precision, and the images): an interrupted extraction continues, a finished one is reused (also by
+    another features set, run or seed); each split folder of the set links to its cache folder. `overwrite`
+    (--overwrite) extracts these levels again from scratch.
 
     Without `skip_corrupt` an unreadable image is an error naming it and --skip-corrupt; with it, unreadable images
     are left out (each listed in its split's manifest.json) and counted in a note.
@@ -181,7 +188,7 @@ def extract_levels(
 
     from lifelong.core.files import atomic_write_bytes
     from lifelong.suites.cog import INDEX_FILE, level_label
-    from lifelong.training.features import UnreadableImageError, extract_features
+    from lifelong.training.features import UnreadableImageError, cached_features
     from lifelong.training.loop import set_torch_threads
 
     set_torch_threads(threads)
@@ -192,13 +199,12 @@ def extract_levels(
             files, labels = content[split]
             out = plan.folder / level / split
             try:
-                features = extract_features(
+                features = cached_features(
                     plan.encoder,
                     files,
                     labels,
-                    out,
                     progress=True,
-                    resume=not overwrite,
+                    overwrite=overwrite,
                     skip_corrupt=skip_corrupt,
                     description=f"features {level_label(level)} {split}",
                 )
@@ -206,6 +212,7 @@ def extract_levels(
                 raise ValueError(
                     f"{exc}; replace or remove the file, or pass --skip-corrupt to leave unreadable images out"
                 ) from None
+            _link(out, Path(features.features.filename).parent)
             left_out = features.manifest.get("skipped") or []
             if left_out:
                 note(
@@ -214,6 +221,22 @@ def extract_levels(
                 )
     atomic_write_bytes(plan.folder / INDEX_FILE, json.dumps(plan.index(contents), indent=1).encode())
     return plan.name
+
+
+def _link(path: Path, target: Path) -> None:
+    """Make `path` a symbolic link to the cache folder `target` (atomically; an older set's real folder goes)."""
+    import os
+    import shutil
+
+    if path.is_symlink() and path.resolve() == target.resolve():
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staged = path.with_name(path.name + ".link")
+    staged.unlink(missing_ok=True)
+    os.symlink(target.resolve(), staged, target_is_directory=True)
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    os.replace(staged, path)
 
 
 def pretrain_cog_encoder(

@@ -30,6 +30,10 @@ class FeatureFileError(ValueError):
     """A features folder that is incomplete, inconsistent with itself, or made from other inputs."""
 
 
+class FeatureSizeError(FeatureFileError):
+    """Features of one size where a model or encoder needs another (the message names both and the folder)."""
+
+
 class Features(NamedTuple):
     """What `load_features` returns: the memory-mapped rows, their labels, and the manifest."""
 

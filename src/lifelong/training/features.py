@@ -1,9 +1,16 @@
 """Frozen-encoder features of image files (spec/imagenet_cog.md section 2), memory-mapped and resumable.
 
-`extract_features` decodes images batch by batch (shorter side resized to S, bicubic; centre crop S; scaled to
-[-1, 1] like every toolkit input), runs the encoder, L2-normalises and writes each batch into a pre-allocated
-`.npy` through a memory map of that batch's rows only, so memory stays O(batch) for any N x D. The folder's
-format, and `load_features` that reads it without torch, live in `lifelong.data.feature_files`.
+`extract_features` decodes images batch by batch (shorter side resized to S, bicubic; centre crop S; or, for an
+encoder whose own preprocessing keeps a smaller centre share, that square resized to S; scaled to [-1, 1] like
+every toolkit input, which the encoder normalises its own way), runs the encoder, L2-normalises and writes each
+batch into a pre-allocated `.npy` through a memory map of that batch's rows only, so memory stays O(batch) for
+any N x D. The folder's format, and `load_features` that reads it without torch, live in
+`lifelong.data.feature_files`.
+
+The forward pass runs at the current accelerator's precision for the device (bf16 autocast where it asks for it),
+and the manifest records the encoder's identity with that precision (`lifelong.training.feature_cache`), so a
+folder of fp32 CPU features is never continued with bf16 GPU rows. `cached_features` puts the folder in the shared
+feature cache under a key of (identity, inputs): a second run with the same encoder and images reads it.
 
 The manifest is rewritten atomically after each batch's rows are flushed, so a killed run resumes at the first
 unfinished batch; with the same batch size the batches are the same and the features bit-identical. Unreadable
@@ -39,24 +46,53 @@ from lifelong.data.feature_files import (
     MANIFEST_FILE,
     FeatureFileError,
     Features,
+    FeatureSizeError,
     load_features,
     read_json,
     write_json,
 )
 from lifelong.data.images import CorruptImageError, decode_image, to_channels
 from lifelong.training.devices import device_for
-from lifelong.training.encoders import Encoder, check_encoder_spec, load_encoder
+from lifelong.training.encoders import Encoder, check_encoder_spec, load_encoder, square_image, weights_sha256
+from lifelong.training.feature_cache import (
+    autocast,
+    cache_key,
+    cache_root,
+    check_feature_size,
+    encoder_identity,
+    files_sha256,
+    forward_precision,
+    locked,
+)
 from lifelong.training.inputs import prepare_batch
 
 TRANSFORM = "shorter side resized to S (bicubic), centre crop S x S, pixels scaled to [-1, 1]"
 
 
-def load_square(path: str | os.PathLike, size: int) -> np.ndarray:
-    """uint8 [size, size, C] (C = 1 or 3): the shorter side resized to `size` (bicubic), then a centre crop.
+def transform(crop_fraction: float = 1.0) -> str:
+    """How a file becomes an S x S input (recorded in the manifest and the cache key)."""
+    if crop_fraction == 1.0:
+        return TRANSFORM
+    return (
+        f"centre square of {crop_fraction:g} x the shorter side, resized to S x S (bicubic), pixels scaled to [-1, 1]"
+    )
+
+
+def _crop_fraction(encoder: Encoder) -> float:
+    """The share of the shorter side the encoder's own preprocessing keeps (1.0 when it declares none)."""
+    return float(getattr(getattr(encoder, "preprocessing", None), "crop_fraction", 1.0))
+
+
+def load_square(path: str | os.PathLike, size: int, crop_fraction: float = 1.0) -> np.ndarray:
+    """uint8 [size, size, C] (C = 1 or 3): the shorter side resized to `size` (bicubic), then a centre crop; with
+    `crop_fraction` < 1 (an encoder's own eval crop, e.g. R / (R + 32)) the centre square of that share of the
+    shorter side, resized to `size`.
 
     Raises CorruptImageError or FileNotFoundError (naming the file) for an unreadable image.
     """
     image = decode_image(path)
+    if crop_fraction != 1.0:
+        return square_image(image, size, crop_fraction)
     h, w, channels = image.shape
     scale = size / min(h, w)
     new_w, new_h = max(size, round(w * scale)), max(size, round(h * scale))
@@ -75,19 +111,10 @@ def _file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _weights_sha256(module: torch.nn.Module) -> str:
-    """A digest of every parameter and buffer (names, dtypes, shapes, bytes): the encoder's identity."""
-    digest = hashlib.sha256()
-    for name, tensor in sorted(module.state_dict().items()):
-        flat = tensor.detach().to("cpu").contiguous().reshape(-1)
-        digest.update(f"{name}:{flat.dtype}:{tuple(tensor.shape)};".encode())
-        if flat.numel():
-            digest.update(flat.view(torch.uint8).numpy().tobytes())
-    return digest.hexdigest()
-
-
-def _resolve_encoder(encoder: Encoder | str | os.PathLike, resolution: int | None) -> tuple[Encoder, dict, int]:
-    """(Encoder, its identity for the manifest, input side S)."""
+def _resolve_encoder(
+    encoder: Encoder | str | os.PathLike, resolution: int | None, precision: str
+) -> tuple[Encoder, dict, dict, int]:
+    """(Encoder, its description for the manifest, its identity (the cache key's half), input side S)."""
     if isinstance(encoder, Encoder):
         identity: dict[str, Any] = {"spec": None, "file_sha256": None}
     elif isinstance(encoder, str | os.PathLike):
@@ -102,13 +129,17 @@ def _resolve_encoder(encoder: Encoder | str | os.PathLike, resolution: int | Non
     side = resolution if resolution is not None else encoder.resolution
     if side is None or int(side) < 1:
         raise ValueError(f"give resolution= (the side S images are cropped to, e.g. 224); got {side!r}")
+    weights = weights_sha256(encoder)
     identity |= {
         "description": encoder.description,
-        "weights_sha256": _weights_sha256(encoder),
+        "weights_sha256": weights,
         "in_channels": encoder.in_channels,
         "feature_dim": encoder.feature_dim,
+        "precision": precision,
     }
-    return encoder, identity, int(side)
+    preprocessing = {"resolution": int(side), "transform": transform(_crop_fraction(encoder))}
+    key = encoder_identity(encoder, precision=precision, preprocessing=preprocessing, weights_sha256=weights)
+    return encoder, identity, key, int(side)
 
 
 def _npy_header(path: Path) -> tuple[tuple[int, ...], np.dtype, int, tuple[int, int]]:
@@ -162,13 +193,16 @@ def _write_rows(path: Path, data_offset: int, start: int, block: np.ndarray) -> 
     del window
 
 
-def _settings(identity: dict, side: int, dtype: str, inputs_sha256: str, count: int) -> dict[str, Any]:
-    """The manifest fields that must match for a folder to be resumed."""
+def _settings(encoder: dict, identity: dict, side: int, dtype: str, inputs_sha256: str, count: int) -> dict[str, Any]:
+    """The manifest fields that must match for a folder to be resumed (`encoder` describes it for people; it is
+    not compared, so the same weights found under another path continue the folder)."""
     return {
         "format": FORMAT,
-        "encoder": identity,
+        "encoder": encoder,
+        "identity": identity,
+        "precision": identity["precision"],
         "resolution": side,
-        "transform": TRANSFORM,
+        "transform": identity["preprocessing"]["transform"],
         "dtype": dtype,
         "feature_dim": identity["feature_dim"],
         "inputs": {"file": INPUTS_FILE, "sha256": inputs_sha256, "count": count},
@@ -179,8 +213,12 @@ def _start(out: Path, settings: dict, inputs: bytes, resume: bool) -> dict[str, 
     """The manifest to continue from: the folder's own when it matches `settings`, else a fresh extraction."""
     manifest_path = out / MANIFEST_FILE
     if resume and manifest_path.is_file():
+        check_feature_size(out, settings["feature_dim"], encoder=_name(settings["encoder"]))
         manifest = read_json(manifest_path)
-        differs = [key for key, value in settings.items() if manifest.get(key) != value]
+        differs = [k for k, v in settings.items() if k not in ("encoder", "identity") and manifest.get(k) != v]
+        if not differs and manifest.get("identity") != settings["identity"]:
+            old = manifest.get("identity") or {}
+            differs = [f"encoder {k}" for k, v in settings["identity"].items() if old.get(k) != v] or ["encoder"]
         if differs:
             raise FeatureFileError(
                 f"{out} holds features of other inputs or settings (differs in: {', '.join(differs)}); "
@@ -209,11 +247,21 @@ def _start(out: Path, settings: dict, inputs: bytes, resume: bool) -> dict[str, 
     return manifest
 
 
+def _name(encoder: dict) -> str:
+    """The encoder of a manifest in a few words, for messages."""
+    return f"encoder {encoder.get('spec') or encoder.get('description') or encoder.get('weights_sha256', '?')[:12]!r}"
+
+
 @torch.inference_mode()
-def _embed(encoder: Encoder, images: np.ndarray, device: torch.device, dtype: str) -> np.ndarray:
-    """uint8 [B, S, S, C] -> L2-normalised features [B, D] in `dtype`."""
+def _embed(encoder: Encoder, images: np.ndarray, device: torch.device, dtype: str, precision: str) -> np.ndarray:
+    """uint8 [B, S, S, C] -> L2-normalised features [B, D] in `dtype`, the forward pass at `precision`."""
     x = prepare_batch(to_channels(images, encoder.in_channels), channels=encoder.in_channels).to(device)
-    out = encoder(x)
+    with autocast(precision, device):
+        out = encoder(x)
+    if out.ndim == 2 and out.shape[0] == len(images) and out.shape[1] != encoder.feature_dim:
+        raise FeatureSizeError(
+            f"the encoder returned features of size {out.shape[1]} but declares feature_dim={encoder.feature_dim}"
+        )
     if out.ndim != 2 or out.shape != (len(images), encoder.feature_dim):
         raise ValueError(
             f"the encoder returned shape {tuple(out.shape)}; expected ({len(images)}, {encoder.feature_dim})"
@@ -230,10 +278,10 @@ class UnreadableImageError(CorruptImageError):
         self.file, self.reason = file, reason
 
 
-def _decode(path: str, side: int) -> np.ndarray | BaseException:
+def _decode(path: str, side: int, crop_fraction: float) -> np.ndarray | BaseException:
     """The prepared image, or the error that says why it cannot be read."""
     try:
-        return load_square(path, side)
+        return load_square(path, side, crop_fraction)
     except (CorruptImageError, FileNotFoundError) as exc:
         return exc
 
@@ -256,7 +304,7 @@ def extract_features(
     encoder: Encoder | str | os.PathLike,
     files: Sequence[str | os.PathLike],
     labels: Sequence[int] | np.ndarray,
-    out_dir: str | os.PathLike,
+    out_dir: str | os.PathLike | None,
     *,
     resolution: int | None = None,
     dtype: str = "float16",
@@ -267,6 +315,8 @@ def extract_features(
     workers: int | None = None,
     skip_corrupt: bool = True,
     description: str | None = None,
+    precision: str | None = None,
+    cache: str | os.PathLike | None = None,
 ) -> Features:
     """Penultimate, L2-normalised features of `files` into `out_dir` (see the module doc); returns `load_features`.
 
@@ -276,7 +326,9 @@ def extract_features(
     after each committed batch; `description` names the bar (default: `features <out_dir name>`). `device`: default
     the current accelerator's. `workers`: decoding threads (default <= 8). `skip_corrupt`: leave unreadable images
     out (listed in the manifest); False raises UnreadableImageError for the first one, also for a folder that
-    already left some out.
+    already left some out. `precision`: "fp32", "tf32" or "bf16" (default: what the current accelerator uses on
+    the device, `feature_cache.forward_precision`); it is part of the folder's identity. `out_dir` None: a
+    folder of the shared cache under the root `cache` (see `cached_features`).
     """
     if dtype not in DTYPES:
         raise ValueError(f"dtype must be one of {DTYPES}, got {dtype!r}")
@@ -292,19 +344,78 @@ def extract_features(
     if not files:
         raise ValueError("no files to extract features from")
     labels = labels.astype(np.int64)
-    encoder, identity, side = _resolve_encoder(encoder, resolution)
+    device = device_for(device)
+    precision = forward_precision(device) if precision is None else precision
+    encoder, described, identity, side = _resolve_encoder(encoder, resolution, precision)
     inputs = json.dumps({"files": files, "labels": labels.tolist()}).encode()
-    settings = _settings(identity, side, dtype, hashlib.sha256(inputs).hexdigest(), len(files))
-    out = Path(out_dir)
+    settings = _settings(described, identity, side, dtype, hashlib.sha256(inputs).hexdigest(), len(files))
+    if out_dir is None:  # the shared cache (`cached_features`): a folder named by identity and inputs, locked
+        out = cache_root(cache) / cache_key(identity, files_sha256(files, labels.tolist()))
+        guard: contextlib.AbstractContextManager = locked(out)
+    else:
+        out, guard = Path(out_dir), contextlib.nullcontext()
+    with guard:
+        _fill(
+            encoder,
+            files,
+            labels,
+            out,
+            settings,
+            inputs,
+            resume=resume,
+            skip_corrupt=skip_corrupt,
+            side=side,
+            crop_fraction=_crop_fraction(encoder),
+            dtype=dtype,
+            precision=precision,
+            batch_size=batch_size,
+            device=device,
+            progress=progress,
+            workers=workers,
+            description=description,
+        )
+    return load_features(out)
+
+
+def cached_features(
+    encoder: Encoder | str | os.PathLike,
+    files: Sequence[str | os.PathLike],
+    labels: Sequence[int] | np.ndarray,
+    *,
+    root: str | os.PathLike | None = None,
+    overwrite: bool = False,
+    **options: Any,
+) -> Features:
+    """`extract_features` into the shared feature cache (`lifelong.training.feature_cache`): the folder
+    `<root>/<key>`, key = hash of (encoder identity with the forward precision, inputs). A second call with the
+    same encoder and files (another run, another seed) returns the memory-mapped features without running the
+    encoder; an interrupted one resumes. `overwrite`: extract again from scratch. Options: as `extract_features`.
+    """
+    return extract_features(encoder, files, labels, None, cache=root, resume=not overwrite, **options)
+
+
+def _fill(
+    encoder: Encoder,
+    files: list[str],
+    labels: np.ndarray,
+    out: Path,
+    settings: dict[str, Any],
+    inputs: bytes,
+    *,
+    resume: bool,
+    skip_corrupt: bool,
+    description: str | None,
+    **batches: Any,
+) -> None:
+    """Start, continue or reuse the extraction in `out` (see `extract_features`)."""
     manifest = _start(out, settings, inputs, resume)
     if manifest["skipped"] and not skip_corrupt:
         first = manifest["skipped"][0]
         raise UnreadableImageError(first["file"], f"{first['reason']} (left out by an earlier extraction into {out})")
     if manifest["complete"]:
-        return load_features(out)
-    manifest["batch_size"] = batch_size
-    device = device_for(device)
-    encoder.to(device)
+        return
+    manifest["batch_size"] = batches["batch_size"]
+    encoder.to(batches["device"])
     was_training = encoder.training
     encoder.eval()
     try:
@@ -313,19 +424,13 @@ def extract_features(
             files,
             out,
             manifest,
-            side=side,
-            dtype=dtype,
-            batch_size=batch_size,
-            device=device,
-            progress=progress,
-            workers=workers,
             skip_corrupt=skip_corrupt,
             description=description or f"features {out.name}",
+            **batches,
         )
     finally:
         encoder.train(was_training)
     _finish(out, manifest, labels)
-    return load_features(out)
 
 
 def _run_batches(
@@ -335,7 +440,9 @@ def _run_batches(
     manifest: dict[str, Any],
     *,
     side: int,
+    crop_fraction: float,
     dtype: str,
+    precision: str,
     batch_size: int,
     device: torch.device,
     progress: bool | ProgressUpdate,
@@ -356,7 +463,7 @@ def _run_batches(
     with bar as update, ThreadPoolExecutor(max(1, threads)) as pool:
 
         def submit(start: int) -> list[Future]:
-            return [pool.submit(_decode, f, side) for f in files[start : start + batch_size]]
+            return [pool.submit(_decode, f, side, crop_fraction) for f in files[start : start + batch_size]]
 
         pending = submit(starts[0]) if starts else []
         for k, start in enumerate(starts):
@@ -367,7 +474,7 @@ def _run_batches(
                         raise UnreadableImageError(files[start + i], _plain_reason(image))
             pending = submit(starts[k + 1]) if k + 1 < len(starts) else []  # decode ahead while the encoder runs
             kept = [image for image in decoded if isinstance(image, np.ndarray)]
-            block = _embed(encoder, _stack(kept), device, dtype) if kept else np.zeros((0, 0))
+            block = _embed(encoder, _stack(kept), device, dtype, precision) if kept else np.zeros((0, 0))
             _write_rows(path, data_offset, manifest["rows"], block)
             manifest["skipped"] += [
                 {"index": start + i, "file": files[start + i], "reason": _reason(error)}
