@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -87,6 +87,7 @@ def train_continual(
     penalty: Penalty | None = None,
     step_hook: StepHook | None = None,
     data_loss: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None,
+    param_groups: list[dict[str, Any]] | None = None,
 ) -> ContinualFit:
     """Train `model` in place on (`items`, int64 `labels`) with SGD + momentum and a x0.1 step at `lr_step`.
 
@@ -95,6 +96,8 @@ def train_continual(
     mirrored unless `flip` is False) when `augment`; features never are. `penalty(model, x, logits)` is added
     to the data loss (`data_loss(outputs, labels)`, default the cross-entropy); `step_hook` sees each step (before
     and after the optimizer update). The model trains on the current accelerator (as `train_model`).
+    `param_groups` (e.g. from `encoders.param_groups`: a frozen prefix, per-group learning rates) replaces the
+    default (every trainable parameter at `lr`); the step decay scales each group's own lr.
     """
     items, labels = np.asarray(items), np.asarray(labels, dtype=np.int64)
     n = len(items)
@@ -112,8 +115,9 @@ def train_continual(
     acc = current_accelerator()
     forward = acc.forward_fn(acc.place(model))
     channels = int(getattr(model, "in_channels", 3))
-    params = [p for p in model.parameters() if p.requires_grad]
+    params = [p for p in model.parameters() if p.requires_grad] if param_groups is None else param_groups
     optimizer = torch.optim.SGD(params, lr=lr, momentum=momentum, weight_decay=weight_decay)
+    base_lrs = [group["lr"] for group in optimizer.param_groups]
     generator = torch.Generator().manual_seed(derive_seed(seed, _AUGMENT)) if augment else None
 
     def loss_fn(x: torch.Tensor) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
@@ -127,8 +131,8 @@ def train_continual(
     losses: list[float] = []
     step = 0
     for epoch in range(epochs):
-        for group in optimizer.param_groups:
-            group["lr"] = lr * (0.1 if epoch >= decay_epoch else 1.0)
+        for group, base_lr in zip(optimizer.param_groups, base_lrs, strict=True):
+            group["lr"] = base_lr * (0.1 if epoch >= decay_epoch else 1.0)
         model.train()
         order = np.random.default_rng(derive_seed(seed, _ORDER, epoch)).permutation(n)
         epoch_losses = EpochLoss()

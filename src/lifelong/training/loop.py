@@ -10,6 +10,7 @@ import itertools
 import math
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
@@ -204,6 +205,7 @@ def train_model(
     eval_every_epoch: bool = True,
     eval_batch_size: int = 256,
     progress: Callable[[TrainProgress], None] | None = None,
+    param_groups: list[dict[str, Any]] | None = None,
 ) -> TrainResult:
     """Train `model` in place with SGD (Nesterov) + warm-up/cosine; keep the best-on-`dev` weights.
 
@@ -213,7 +215,9 @@ def train_model(
     every epoch (or only at the end when `eval_every_epoch=False`); without `dev` the final weights are
     kept. The selected weights are loaded into `model` before returning. The model trains on the current
     accelerator (moved there), under its autocast and through its compiled forward when those are on; FLOPs are
-    counted on the eager module, so they do not depend on these options.
+    counted on the eager module, so they do not depend on these options. `param_groups` (e.g. from
+    `encoders.param_groups`: a frozen prefix and per-group learning rates) replaces the default optimizer groups
+    (every parameter at `lr`); the schedule scales each group's own lr.
     """
     kind = TaskKind(kind)
     if (epochs is None) == (steps is None):
@@ -232,7 +236,11 @@ def train_model(
     acc = current_accelerator()
     forward = acc.forward_fn(acc.place(model))
     optimizer = torch.optim.SGD(
-        model.parameters(), lr=lr, momentum=momentum, nesterov=momentum > 0, weight_decay=weight_decay
+        model.parameters() if param_groups is None else param_groups,
+        lr=lr,
+        momentum=momentum,
+        nesterov=momentum > 0,
+        weight_decay=weight_decay,
     )
     schedule = warmup_cosine(max_steps, warmup_steps_for(max_steps, steps_per_epoch, warmup_epochs))
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)

@@ -5,7 +5,8 @@ An `Encoder` maps images (the toolkit's [-1, 1] input convention; `Encoder.prepa
 with the encoder's own resize and crop) to features [N, D], knows its preprocessing, feature size and identity, and
 may carry an ImageNet-1K classifier head. `load_encoder` takes every spec (`specs`): registered names (built-in
 EfficientNet-Lite0/1/2 and third parties' under the entry point group `lifelong.encoders`), the toolkit's own
-checkpoints, TorchScript files, `hf:` models and `package.module:callable`.
+checkpoints, TorchScript files, `hf:` models and `package.module:callable`. `finetune` trains one: frozen, full,
+or with its first layer groups frozen and a learning-rate multiplier per trainable group (`param_groups`).
 """
 
 from lifelong.training.encoders.base import Encoder, Preprocessing, square_image, weights_sha256
@@ -15,6 +16,14 @@ from lifelong.training.encoders.checkpoints import (
     backbone_encoder,
     save_encoder,
     untrained_encoder,
+)
+from lifelong.training.encoders.finetune import (
+    FineTune,
+    LayerGroup,
+    describe_groups,
+    freeze_groups,
+    layer_groups,
+    param_groups,
 )
 from lifelong.training.encoders.run import check_images, encode, encode_images, encoder_flops
 from lifelong.training.encoders.specs import (
@@ -37,15 +46,21 @@ __all__ = [
     "EncoderSpec",
     "EncoderNotFoundError",
     "EncoderSpecError",
+    "FineTune",
+    "LayerGroup",
     "Preprocessing",
     "_wrap_module",
     "backbone_encoder",
     "check_encoder_spec",
     "check_images",
+    "describe_groups",
     "encode",
     "encode_images",
     "encoder_flops",
+    "freeze_groups",
+    "layer_groups",
     "load_encoder",
+    "param_groups",
     "parse_encoder_spec",
     "save_encoder",
     "square_image",

@@ -144,6 +144,7 @@ class Encoder(nn.Module):
         self._set_normalisation()
         setattr(self, KEEPS_LAYOUT, keep_layout)  # a user's module may `.view` its activations: NCHW in, NCHW weights
         self.frozen = False
+        self._frozen_parts: tuple[nn.Module, ...] = ()  # kept in eval mode while the rest fine-tunes
         if frozen:
             self.freeze()
 
@@ -172,6 +173,7 @@ class Encoder(nn.Module):
     def freeze(self) -> Encoder:
         """Stop gradients to every parameter and switch to eval mode (the default)."""
         self.frozen = True
+        self._frozen_parts = ()
         for p in self.parameters():
             p.requires_grad_(False)
         return self.eval()
@@ -179,12 +181,29 @@ class Encoder(nn.Module):
     def unfreeze(self) -> Encoder:
         """Let the parameters train again (fine-tuning); train/eval mode is then the caller's choice."""
         self.frozen = False
+        self._frozen_parts = ()
         for p in self.parameters():
             p.requires_grad_(True)
         return self
 
+    def freeze_parts(self, modules: Sequence[nn.Module]) -> Encoder:
+        """Keep `modules` (submodules, e.g. the first layer groups) in eval mode whatever `train()` is given, the
+        rest of the encoder trainable in mode; requires_grad is the caller's (`finetune.freeze_groups` sets both)."""
+        self.frozen = False
+        self._frozen_parts = tuple(modules)
+        return self.train(self.training)
+
+    def layer_groups(self) -> list[Any]:
+        """The feature module's layer groups, input side first (`finetune.layer_groups`)."""
+        from lifelong.training.encoders.finetune import layer_groups
+
+        return layer_groups(self)
+
     def train(self, mode: bool = True) -> Encoder:
-        return super().train(mode and not self.frozen)
+        super().train(mode and not self.frozen)
+        for part in self._frozen_parts if mode else ():
+            part.train(False)
+        return self
 
     def normalise(self, x: torch.Tensor) -> torch.Tensor:
         """Toolkit-range input -> this encoder's normalisation."""
@@ -232,5 +251,6 @@ class Encoder(nn.Module):
     def extra_repr(self) -> str:
         return (
             f"feature_dim={self.feature_dim}, resolution={self.resolution}, in_channels={self.in_channels}, "
-            f"frozen={self.frozen}, head={self.head is not None}, description={self.description!r}"
+            f"frozen={self.frozen}{', partly' if self._frozen_parts else ''}, "
+            f"head={self.head is not None}, description={self.description!r}"
         )
