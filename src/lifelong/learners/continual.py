@@ -411,8 +411,9 @@ class ContinualLearner:
             return LwF(teacher, cfg.lwf_alpha, cfg.lwf_temperature)
         return Term()
 
-    def _fit(self, model, items, labels, seed, resolution, term: Term, flip: bool, data_loss=None):
-        """train_continual with this config's recipe (CNN or linear regime) and the penalty `term`."""
+    def _fit(self, model, items, labels, seed, resolution, term: Term, flip: bool, data_loss=None, param_groups=None):
+        """train_continual with this config's recipe (CNN or linear regime) and the penalty `term` (`param_groups`:
+        the optimizer's groups, as train_continual takes them)."""
         cfg = self.config
         return train_continual(
             model,
@@ -431,6 +432,7 @@ class ContinualLearner:
             penalty=None if cfg.penalty == "none" else term,
             step_hook=term.step_hook,
             data_loss=data_loss,
+            param_groups=param_groups,
         )
 
     def _item_loss(self) -> ItemLoss | None:

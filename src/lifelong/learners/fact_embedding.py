@@ -28,10 +28,11 @@ from lifelong.core.events import PredictEvent, TrainEvent
 from lifelong.core.resources import Resources
 from lifelong.core.tasks import TaskKey
 from lifelong.learners.continual import ContinualConfig, ContinualLearner
+from lifelong.learners.options import FineTuneOptions
 from lifelong.learners.penalties import ItemLoss
 from lifelong.training.continual_loop import model_inputs, predict_items
 from lifelong.training.devices import DeviceCopies, cpu_tensors, current_accelerator
-from lifelong.training.encoders import Encoder, check_encoder_spec, load_encoder
+from lifelong.training.encoders import Encoder, FineTune, check_encoder_spec, load_encoder
 from lifelong.training.loop import derive_seed
 from lifelong.training.models import count_parameters, initialise, make_model
 from lifelong.training.recipe import materialize
@@ -41,7 +42,7 @@ NORM_EPS = 1e-12  # inside the square root of the distance, so its gradient stay
 
 
 @dataclass(frozen=True)
-class FactConfig(ContinualConfig):
+class FactConfig(FineTuneOptions, ContinualConfig):
     """Continual options (see ContinualConfig) for the fact model; `joint` retrains on all data seen so far.
 
     `hidden`: width of the P-O branch's hidden layer. Defaults sized for a CPU run of facts-mini: 32 x 32 images,
@@ -49,7 +50,9 @@ class FactConfig(ContinualConfig):
     (`lifelong.training.encoders.load_encoder`: a model name such as efficientnet-lite0, a toolkit checkpoint,
     torchscript:FILE, hf:FOLDER, package.module:factory) whose weights start the image encoder, fine-tuned with the
     heads, in place of a randomly initialised architecture; images then go to the encoder's resolution (its own
-    normalisation inside its forward) unless -o resolution=N is given.
+    normalisation inside its forward) unless -o resolution=N is given. With a backbone, the fine-tuning options
+    (see FineTuneOptions) set how it trains: the paper froze the first blocks and trained the rest at 1/2/4/10/20 x
+    the rate; by default everything trains at lr.
     """
 
     backbone: str | None = None
@@ -68,6 +71,11 @@ class FactConfig(ContinualConfig):
             if self.linear:
                 raise ValueError("backbone fine-tunes an encoder with the heads; -o encoder= trains on frozen features")
             check_encoder_spec(self.backbone)  # unknown names and missing files fail before any training
+        if self.backbone is None and not self.fine_tune_is_default():
+            raise ValueError(
+                "-o finetune, frozen_groups, lr_multipliers and head_lr_multiplier set how a pretrained encoder "
+                "trains: give -o backbone=SPEC"
+            )
         if self.joint and (self.penalty != "none" or self.init != "previous" or self.train_on != "bucket"):
             raise ValueError("joint trains from scratch on every item seen so far: leave penalty, init, train_on")
 
@@ -154,6 +162,13 @@ class FactLearner(ContinualLearner):
         if self.config.backbone is not None and config is None and "resolution" not in options:
             # the encoder's own input side, not the default 32 px
             self.config = dataclasses.replace(self.config, resolution=self._backbone_encoder().resolution)
+        self.fine_tune: FineTune | None = None
+        if self.config.backbone is not None and not self.config.fine_tune_is_default():
+            choice = self.config.fine_tune_choice(explicit_mode=config is not None or "finetune" in options)
+            probe = EncoderFactModel(self._backbone_encoder(), nn.Linear(self._backbone_encoder().feature_dim, 1))
+            choice.param_groups(probe.backbone, lr=self.config.lr, head=probe.head)  # vs the layer groups
+            self.config = dataclasses.replace(self.config, finetune=choice.mode)
+            self.fine_tune = choice
 
     def __getstate__(self) -> dict:
         return {**super().__getstate__(), "_backbone": None}  # reloads from its spec
@@ -225,11 +240,14 @@ class FactLearner(ContinualLearner):
             model = self._fact_model(targets.shape[2], items.shape[1:], init_seed)
         else:
             model = self._model(state)
+        groups = None
+        if self.fine_tune is not None:  # frozen groups and per-group rates of the backbone (else all at lr)
+            groups = self.fine_tune.param_groups(model.backbone, lr=cfg.lr, head=model.head)
         term = self._penalty(state, model)
         term.start(model)
         train_seed = derive_seed(seed, event.task_index, _TRAIN)
         fit = self._fit(
-            model, items, labels, train_seed, resolution, term, flip=False, data_loss=self._loss
+            model, items, labels, train_seed, resolution, term, flip=False, data_loss=self._loss, param_groups=groups
         )  # keep left/right
 
         def inputs(x: np.ndarray) -> torch.Tensor:

@@ -136,3 +136,35 @@ def _example(default: Any) -> str:
     if isinstance(default, tuple | list):
         return "'[" + ", ".join(json.dumps(v) if isinstance(v, str) else str(v) for v in default) + "]'"  # JSON
     return str(default)
+
+
+@dataclasses.dataclass(frozen=True)
+class FineTuneOptions:
+    """How a learner fine-tunes a pretrained encoder (`lifelong.training.encoders.finetune`).
+
+    `finetune`: frozen (features only), full (every layer group trains) or partial (the first frozen_groups
+    groups frozen). `frozen_groups`: how many layer groups to freeze from the input side (alone it implies
+    finetune=partial). `lr_multipliers`: one learning-rate multiplier per trainable layer group, as a list or as
+    commas (1,2,4,10,20).
+    `head_lr_multiplier`: the new head's learning-rate multiplier (default: the last group's).
+    """
+
+    finetune: str = "full"
+    frozen_groups: int | None = None
+    lr_multipliers: list[float] | str | None = None
+    head_lr_multiplier: float | None = None
+
+    def fine_tune_choice(self, explicit_mode: bool = True) -> Any:
+        """The options as a `FineTune` (CLI-worded ValueError if they contradict each other); `frozen_groups`
+        without an explicit `finetune` means partial."""
+        from lifelong.training.encoders.finetune import FineTune  # torch: only when a learner trains an encoder
+
+        mode = self.finetune
+        if self.frozen_groups and mode == "full" and not explicit_mode:
+            mode = "partial"
+        return FineTune.from_options(mode, self.frozen_groups, self.lr_multipliers, self.head_lr_multiplier)
+
+    def fine_tune_is_default(self) -> bool:
+        """Whether the options leave the learner's own behaviour (a full fine-tune at one learning rate)."""
+        defaults = FineTuneOptions()
+        return all(getattr(self, f.name) == getattr(defaults, f.name) for f in dataclasses.fields(FineTuneOptions))

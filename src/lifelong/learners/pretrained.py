@@ -12,6 +12,8 @@ The starting point is `-o checkpoint=PATH` (a `pretrain` file, as before) or `-o
 `hf:FOLDER` or `package.module:factory`. A toolkit backbone keeps its models.py architecture; any other encoder is
 fine-tuned whole (unfrozen) under a fresh linear head, its images brought to the encoder's resolution (its own
 normalisation inside its forward) unless `-o resolution=N` overrides the side (e.g. 96 for 32 px images on a CPU).
+Such an encoder can instead be frozen or partly frozen, with per-group learning rates: `-o finetune=frozen|partial`,
+`-o frozen_groups=K`, `-o lr_multipliers=1,2,4,10,20`, `-o head_lr_multiplier=X` (`training.encoders.finetune`).
 
 Pretraining FLOPs are not training FLOPs of the stream by default (`count_pretraining_flops=False`); set it to
 add them to the first task's train_flops, so that results can be shown both ways (as the paper does). They are a
@@ -41,11 +43,13 @@ from lifelong.learners.finetune import (
     TransferLearner,
 )
 from lifelong.learners.independent import IndependentConfig
+from lifelong.learners.options import FineTuneOptions
 from lifelong.training.checkpoints import format_tag, read_torch_file
 from lifelong.training.encoders import FORMAT as ENCODER_FORMAT
 from lifelong.training.encoders import Encoder, EncoderCheckpoint, check_encoder_spec, load_encoder
+from lifelong.training.encoders.finetune import FineTune
 from lifelong.training.encoders.wrap import is_torchscript
-from lifelong.training.models import ARCHITECTURES, initialise
+from lifelong.training.models import ARCHITECTURES, initialise, make_model
 from lifelong.training.pretrain import FORMAT as PRETRAINED_FORMAT
 from lifelong.training.pretrain import load_pretrained
 from lifelong.training.relatedness import BackboneState
@@ -102,13 +106,20 @@ def register_encoder_architecture(spec: str, encoder: Encoder) -> str:
 
 
 @dataclass(frozen=True)
-class PretrainedOptions:
+class PretrainedOptions(FineTuneOptions):
     """Where to start (`checkpoint`: a `pretrain` output or any encoder spec; `encoder`: an encoder spec; one of
-    them is required) and whether the pretraining FLOPs count (first task)."""
+    them is required), whether the pretraining FLOPs count (first task) and how an encoder is fine-tuned."""
 
     checkpoint: str | None = None
     encoder: str | None = None
     count_pretraining_flops: bool = False
+
+    def fit_job(self, *args: Any, **kwargs: Any) -> Any:
+        """The recipe's FitJob, with the fine-tuning choice when the options set one (else as before)."""
+        job = super().fit_job(*args, **kwargs)  # type: ignore[misc]  (IndependentConfig's, by the MRO)
+        if self.fine_tune_is_default():
+            return job
+        return dataclasses.replace(job, finetune=self.fine_tune_choice())
 
 
 @dataclass(frozen=True)
@@ -192,6 +203,25 @@ def _open_checkpoint(learner: TransferLearner, explicit: set[str]) -> Pretrained
     return source
 
 
+def _check_fine_tune(learner: TransferLearner, config: Any, options: dict[str, Any]) -> FineTune | None:
+    """The fine-tuning options as a FineTune (None: the defaults, a full fine-tune), checked against the encoder's
+    layer groups before any training; `frozen_groups` alone (from the command line) means partial."""
+    cfg = learner.config
+    if cfg.fine_tune_is_default():
+        return None
+    choice = cfg.fine_tune_choice(explicit_mode=config is not None or "finetune" in options)
+    if not cfg.architecture.startswith(ENCODER_PREFIX):
+        raise ValueError(
+            f"-o finetune, frozen_groups, lr_multipliers and head_lr_multiplier need an -o encoder=SPEC that is "
+            f"not a toolkit ResNet; {cfg.encoder or cfg.checkpoint!r} holds a {cfg.architecture} backbone, which "
+            "fine-tunes whole"
+        )
+    model = make_model(cfg.architecture, 2, seed=0)
+    choice.param_groups(model.backbone, lr=1.0, head=model.head)  # frozen_groups, lr_multipliers vs the groups
+    learner.config = dataclasses.replace(cfg, finetune=choice.mode)
+    return choice
+
+
 def _explicit(config: Any, options: dict[str, Any]) -> set[str]:
     if config is not None:
         return {"architecture", "resolution"}
@@ -215,6 +245,7 @@ class PretrainedLearner(TransferLearner):
     def __init__(self, config: PretrainedConfig | None = None, **options: Any) -> None:
         super().__init__(config, **options)
         self.checkpoint = _open_checkpoint(self, _explicit(config, options))
+        self.fine_tune = _check_fine_tune(self, config, options)
 
     def choose_init(self, event: TrainEvent, state: dict[str, Any]) -> InitChoice:
         """The checkpoint's backbone, always."""
@@ -234,6 +265,7 @@ class PretrainedFinetuneKnnLearner(FinetuneKnnLearner):
     def __init__(self, config: PretrainedFinetuneKnnConfig | None = None, **options: Any) -> None:
         super().__init__(config, **options)
         self.checkpoint = _open_checkpoint(self, _explicit(config, options))
+        self.fine_tune = _check_fine_tune(self, config, options)
 
     def extra_candidates(self) -> dict[str, BackboneState]:
         """The pretrained backbone, named PRETRAINED."""

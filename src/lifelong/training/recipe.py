@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -18,6 +19,9 @@ from lifelong.training.hpsearch import Trial, TrialResult
 from lifelong.training.loop import TrainProgress, derive_seed, set_torch_threads, torch_threads, train_model
 from lifelong.training.models import ARCHITECTURES, make_model
 from lifelong.training.schedules import batch_size_for
+
+if TYPE_CHECKING:  # encoders imports this module (through pretrain): no import cycle at run time
+    from lifelong.training.encoders.finetune import FineTune
 
 # Tags for derive_seed(job seed, trial index, tag): initialisation and training draw independent streams.
 _INIT, _TRAIN = 0, 1
@@ -47,6 +51,8 @@ class FitJob:
     run (None: this process's count when the job is made), applied wherever the job runs (executor workers).
     `accelerator`: where and how the run computes (None: this process's when the job is made); its specs travel
     with the job and are resolved where it runs (`device="auto"` means that machine's GPU, else its CPU).
+    `finetune`: frozen groups and per-group lr multipliers for a backbone that is an Encoder (None: every
+    parameter trains at the trial's lr).
     """
 
     architecture: str
@@ -68,6 +74,7 @@ class FitJob:
     eval_batch_size: int = 256
     threads: int | None = None
     accelerator: Accelerator | None = None
+    finetune: FineTune | None = None
     # called after every epoch of every trial (in this process only: executors run jobs without it)
     progress: Callable[[TrainProgress], None] | None = field(default=None, compare=False, repr=False)
 
@@ -128,6 +135,9 @@ class FitJob:
                     "state_dict of a model of the same architecture"
                 ) from exc
         dev = self.dev if self.dev is not None and len(self.dev) > 0 else None
+        groups = None
+        if self.finetune is not None:
+            groups = self.finetune.param_groups(model.backbone, lr=trial.lr, head=model.head)
         result = train_model(
             model,
             self.train,
@@ -146,6 +156,7 @@ class FitJob:
             resolution=self.resolution,
             eval_batch_size=self.eval_batch_size,
             progress=self.progress,
+            param_groups=groups,
         )
         return TrialResult(
             trial=trial,
