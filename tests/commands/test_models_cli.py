@@ -86,6 +86,10 @@ def test_info_says_the_preprocessing():
     done = _invoke("info", "efficientnet-lite0", width=80)
     assert done.exit_code == 0, done.output
     assert "centre crop 0.875" in done.stdout and "224x224" in done.stdout and "1000 ImageNet-1K" in done.stdout
+    assert all(len(line) <= 80 for line in done.stdout.splitlines()), done.stdout  # wrapped between words
+    words = " ".join(done.stdout.split())
+    assert "stem, stage1, stage2, stage3, stage4, stage5, stage6, stage7, head (9 groups)" in words
+    assert "-o frozen_groups=K" in words
 
 
 def test_features_of_a_folder_with_a_sidecar_and_overwrite(tmp_path, bare_factory):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import textwrap
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Annotated, Any
@@ -128,8 +129,11 @@ def info_command(
     spec: SpecArgument, as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False
 ) -> None:
     """One model: where its weights come from, its preprocessing, feature size, head and identity."""
+    from lifelong.training.encoders import layer_groups
+
     encoder = _load(spec)
     info = _describe(spec, encoder, _packages().get(spec))
+    info["layer_groups"] = [group.name for group in layer_groups(encoder)]  # what -o frozen_groups=K counts
     if as_json:
         typer.echo(json.dumps(info, indent=2))
         return
@@ -144,9 +148,20 @@ def info_command(
         ("head", f"{info['classes']} ImageNet-1K classes" if info["head"] else "no"),
         ("parameters", f"{info['parameters']:,}"),
         ("weights sha256", info["weights_sha256"]),
+        ("layer groups", f"{', '.join(info['layer_groups'])} ({len(info['layer_groups'])} groups)"),
+        ("fine-tuning", "-o frozen_groups=K freezes the first K groups"),
     ]
-    for key, value in rows:
-        console.print(f"{key + ':':16}{escape(_text(value))}", soft_wrap=True)
+    width = max(console.width, 40)
+    for key, value in rows:  # wrapped between words under its value, so paths and hashes stay whole
+        text = textwrap.fill(
+            _text(value),
+            width,
+            initial_indent=f"{key + ':':16}",
+            subsequent_indent=" " * 16,
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
+        console.print(escape(text), soft_wrap=True)
 
 
 def _image_paths(source: Path) -> list[Path]:
