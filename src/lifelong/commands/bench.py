@@ -18,6 +18,7 @@ from lifelong.commands.device_options import (
     GpusPerTrialOption,
     PrecisionOption,
 )
+from lifelong.commands.outputs import work_folder
 from lifelong.commands.terminal import console, error_console, fail, note
 from lifelong.core.suggest import did_you_mean
 
@@ -254,7 +255,7 @@ def import_matrix(
     from lifelong.sortsearch.store import BenchStore
 
     _one_of(resume, overwrite)
-    work = store.with_name(store.name + ".work")
+    work = work_folder(store)
     try:
         dense = load_matrix(matrix)
         records = store_records(read_samples_csv(samples, n=dense.shape[1]))

@@ -22,6 +22,7 @@ from lifelong.commands.device_options import (
     accelerator_specs,
     check_ray_gpus,
 )
+from lifelong.commands.outputs import OverwriteOption, ResumeOption
 from lifelong.commands.terminal import console, fail, note
 
 cog_app = typer.Typer(help="ImageNet-CoG: concept generalization levels built from WordNet.", no_args_is_help=True)
@@ -374,12 +375,8 @@ def pretrain_command(
     skip_corrupt: Annotated[
         bool, typer.Option("--skip-corrupt", help="Leave unreadable training images out (and count them).")
     ] = False,
-    resume: Annotated[
-        bool, typer.Option("--resume", help="Continue an interrupted training (OUT.work); keep a finished --out.")
-    ] = False,
-    overwrite: Annotated[
-        bool, typer.Option("--overwrite", help="Delete --out (and OUT.work) and train again.")
-    ] = False,
+    resume: ResumeOption = False,
+    overwrite: OverwriteOption = False,
     device: DeviceOption = "auto",
     precision: PrecisionOption = "auto",
     compile: CompileOption = False,

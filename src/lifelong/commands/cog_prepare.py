@@ -297,6 +297,7 @@ def pretrain_cog_encoder(
     An existing `out` (or the OUT.work folder of an interrupted SimCLR training) needs `resume` (keep a finished
     encoder, continue an interrupted one) or `overwrite` (delete both and train again).
     """
+    from lifelong.commands.outputs import finish_output, prepare_output, work_folder
     from lifelong.commands.pretraining import pretrain_command as supervised
     from lifelong.core.suggest import did_you_mean
     from lifelong.training.encoders import save_encoder, untrained_encoder
@@ -312,26 +313,11 @@ def pretrain_cog_encoder(
             f"unknown --architecture {architecture!r}{did_you_mean(architecture, ARCHITECTURES)}; choose among "
             f"{', '.join(sorted(ARCHITECTURES))}"
         )
-    workdir = out.with_name(out.name + ".work")
-    if overwrite:
-        import shutil
-
-        out.unlink(missing_ok=True)
-        shutil.rmtree(workdir, ignore_errors=True)
-    elif out.exists():
-        if not resume:
-            raise FileExistsError(
-                f"{out} exists; pass --resume to keep it (a finished encoder is not trained again), --overwrite to "
-                "train it again, or --out to write elsewhere"
-            )
+    if prepare_output(out, resume=resume, overwrite=overwrite, what="training") == "done":
         from lifelong.training.encoders import load_encoder
 
         note(f"{out} is already trained; kept (--overwrite trains it again)")
         return {"encoder": str(out), "kind": kind, "feature_dim": load_encoder(out).feature_dim, "trained": "before"}
-    elif workdir.exists() and not resume:
-        raise FileExistsError(
-            f"{workdir} holds an interrupted training; pass --resume to continue it, --overwrite to start over"
-        )
     if kind == "random":
         checkpoint = untrained_encoder(architecture, resolution=resolution, seed=seed)
         save_encoder(checkpoint, out)
@@ -360,16 +346,14 @@ def pretrain_cog_encoder(
             resolution=resolution,
             epochs=epochs,
             seed=seed,
-            workdir=workdir,
+            workdir=work_folder(out),
             source="cog-mini seen train",
             progress=lambda epoch, total, loss: bar(
                 completed=epoch, total=total, description=f"SimCLR loss {loss:.3f}"
             ),
         )
     save_encoder(checkpoint, out)
-    import shutil
-
-    shutil.rmtree(workdir, ignore_errors=True)
+    finish_output(out)
     return {
         "encoder": str(out),
         "kind": kind,
