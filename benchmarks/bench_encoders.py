@@ -14,7 +14,11 @@ The fastest batched variant whose features agree with fp32 (min cosine >= `--tol
 marked "best". Torch threads are set explicitly (`--threads`, default: every core) for every path.
 On CUDA (when present) the same is measured with fp16/bf16 autocast instead of CPU bf16.
 
-Run: python benchmarks/bench_encoders.py [--quick] [--threads N] [--batch-size 32] [--images 128]
+Feature cache (`--cache`): the same images through the shared feature cache twice, in a fresh cache folder; the
+first call encodes (a miss), the second reads the stored features (a hit); prints both times, their ratio and
+whether the features are identical.
+
+Run: python benchmarks/bench_encoders.py [--quick] [--cache] [--threads N] [--batch-size 32] [--images 128]
      [--models efficientnet-lite0,resnet18] [--devices cpu,cuda] [--json OUT]
 """
 
@@ -157,6 +161,38 @@ def print_result(result: dict) -> None:
         )
 
 
+def cache_hit(name: str, images: list[np.ndarray], batch_size: int) -> dict:
+    """Seconds of a cache miss (encode and store) against a hit (read back) for the same 160 x 160 crops."""
+    import tempfile
+
+    from lifelong.training import feature_cache
+    from lifelong.training.encoders import encode_images
+
+    encoder = make_encoder(name)
+    items = np.stack([image[:160, :160] for image in images])
+    preprocessing = {"resolution": encoder.resolution, "transform": "bench_encoders: Encoder.prepare"}
+    identity = feature_cache.encoder_identity(encoder, precision="fp32", preprocessing=preprocessing)
+
+    def encode(block: np.ndarray) -> np.ndarray:
+        return np.asarray(encode_images(encoder, list(block), batch_size=batch_size), np.float32)
+
+    with tempfile.TemporaryDirectory() as root:
+        seconds = []
+        for _ in range(2):
+            start = time.perf_counter()
+            features = np.array(feature_cache.cached_array_features(encode, items, identity, root=root))
+            seconds.append(time.perf_counter() - start)
+            if len(seconds) == 1:
+                first = features
+    return {
+        "model": name,
+        "images": len(items),
+        "miss_s": seconds[0],
+        "hit_s": seconds[1],
+        "identical": bool(np.array_equal(first, features)),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="64 images (16 naive) instead of 256 (64).")
@@ -167,6 +203,7 @@ def main() -> None:
     parser.add_argument("--devices", default=None, help="cpu,cuda (default: cpu, and cuda when present)")
     parser.add_argument("--tolerance", type=float, default=0.999)
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--cache", action="store_true", help="Also time a feature-cache miss against a hit.")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     count = args.images or (64 if args.quick else 256)
@@ -196,6 +233,15 @@ def main() -> None:
             result = measure(name, device, args, images, images[:naive_count])
             print_result(result)
             results.append(result)
+    if args.cache:
+        for name in models:
+            hit = cache_hit(name, images, args.batch_size)
+            ratio = hit["miss_s"] / max(hit["hit_s"], 1e-9)
+            print(
+                f"cache {name}: {hit['images']} images, miss {hit['miss_s']:.2f} s, hit {hit['hit_s']:.3f} s "
+                f"({ratio:.0f}x), features identical: {hit['identical']}"
+            )
+            results.append({"cache": hit})
     if args.json:
         args.json.write_text(json.dumps({"threads": args.threads, "images": count, "results": results}, indent=1))
 
