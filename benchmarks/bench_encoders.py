@@ -165,7 +165,7 @@ def cache_hit(name: str, images: list[np.ndarray], batch_size: int) -> dict:
     """Seconds of a cache miss (encode and store) against a hit (read back) for the same 160 x 160 crops."""
     import tempfile
 
-    from lifelong.training import feature_cache
+    from lifelong.training import array_feature_cache, feature_cache
     from lifelong.training.encoders import encode_images
 
     encoder = make_encoder(name)
@@ -180,7 +180,7 @@ def cache_hit(name: str, images: list[np.ndarray], batch_size: int) -> dict:
         seconds = []
         for _ in range(2):
             start = time.perf_counter()
-            features = np.array(feature_cache.cached_array_features(encode, items, identity, root=root))
+            features = np.array(array_feature_cache.cached_array_features(encode, items, identity, root=root))
             seconds.append(time.perf_counter() - start)
             if len(seconds) == 1:
                 first = features

@@ -19,3 +19,30 @@ def test_batched_channels_last_features_match_the_per_image_loop(tmp_path):
     assert np.allclose(batched, naive, rtol=1e-4, atol=1e-5)
     conv = next(m for m in encoder.modules() if isinstance(m, torch.nn.Conv2d))
     assert conv.weight.is_contiguous()  # NCHW again afterwards
+
+
+def test_file_extraction_runs_channels_last_and_matches_nchw(tmp_path):
+    from PIL import Image
+
+    from lifelong.training.devices import Accelerator, accelerator_scope
+    from lifelong.training.features import extract_features
+
+    path = save_encoder(untrained_encoder("resnet_mini", resolution=20, seed=1), tmp_path / "enc.pt")
+    rng = np.random.default_rng(1)
+    files = []
+    for i in range(6):
+        files.append(str(tmp_path / f"{i}.png"))
+        Image.fromarray(rng.integers(0, 256, (24, 30, 3), dtype=np.uint8)).save(files[-1])
+    seen = []
+    encoder = load_encoder(path)
+    conv = next(m for m in encoder.modules() if isinstance(m, torch.nn.Conv2d))
+    conv.register_forward_pre_hook(lambda module, args: seen.append(args[0].is_contiguous()))
+    options = {"resolution": 20, "batch_size": 4, "device": "cpu", "workers": 1}
+    nhwc = extract_features(encoder, files, [0] * 6, tmp_path / "a", **options).features
+    assert seen and not any(seen)  # the batches reached the network in channels_last
+    assert conv.weight.is_contiguous()  # NCHW again afterwards
+    seen.clear()
+    with accelerator_scope(Accelerator(device="cpu", channels_last=False)):
+        nchw = extract_features(encoder, files, [0] * 6, tmp_path / "b", **options).features
+    assert seen and all(seen)
+    assert np.allclose(np.asarray(nhwc, np.float32), np.asarray(nchw, np.float32), atol=2e-3)

@@ -13,12 +13,12 @@ import torch
 from PIL import Image
 
 from lifelong.data.feature_files import MANIFEST_FILE, FeatureFileError, FeatureSizeError, load_features
+from lifelong.training.array_feature_cache import cached_array_features
 from lifelong.training.devices import Accelerator, accelerator_scope
 from lifelong.training.encoders import load_encoder, save_encoder, untrained_encoder
 from lifelong.training.feature_cache import (
     cache_key,
     cache_root,
-    cached_array_features,
     check_feature_size,
     encoder_identity,
     forward_precision,
@@ -214,7 +214,7 @@ def test_a_model_whose_feature_size_disagrees_with_a_cache_is_a_clear_error(tmp_
     assert (out / MANIFEST_FILE).is_file()
 
 
-def test_array_features_are_cached_by_identity_and_contents(tmp_path, factory):
+def test_array_features_are_cached_per_image_by_identity(tmp_path, factory):
     root = tmp_path / "cache"
     items = np.random.default_rng(1).integers(0, 256, (9, 12, 12, 3), dtype=np.uint8)
     calls = []
@@ -223,16 +223,46 @@ def test_array_features_are_cached_by_identity_and_contents(tmp_path, factory):
         calls.append(len(block))
         return block.reshape(len(block), -1)[:, :4].astype(np.float32)
 
+    expected = encode(items)
+    calls.clear()
     identity = {"weights_sha256": "w", "precision": "fp32", "feature_dim": 4}
     first = cached_array_features(encode, items, identity, root=root, batch_size=4)
-    assert calls == [4, 4, 1] and first.shape == (9, 4)
-    again = cached_array_features(encode, items, identity, root=root, batch_size=4)
-    assert calls == [4, 4, 1] and np.array_equal(first, again) and not again.flags.writeable
+    assert calls == [4, 4, 1] and np.array_equal(first, expected) and not first.flags.writeable
+    # another split, order or subset of the same images (a new seed's iid split) encodes nothing
+    order = np.array([8, 2, 2, 5, 0])
+    again = cached_array_features(encode, items[order], identity, root=root, batch_size=4)
+    assert calls == [4, 4, 1] and np.array_equal(again, expected[order])
+    # new images among known ones: only the new ones (each once) are encoded
+    fresh = np.random.default_rng(2).integers(0, 256, (3, 12, 12, 3), dtype=np.uint8)
+    mixed = np.concatenate([fresh[:1], items[:2], fresh, fresh[:1]])
+    out = cached_array_features(encode, mixed, identity, root=root, batch_size=4)
+    assert calls == [4, 4, 1, 3] and np.array_equal(out, encode(mixed))
+    calls.clear()
+    # the same bytes under another shape are another image; another precision is another folder
+    cached_array_features(encode, items.reshape(9, 12, 36, 1), identity, root=root, batch_size=4)
     cached_array_features(encode, items, identity | {"precision": "bf16"}, root=root, batch_size=4)
-    cached_array_features(encode, items[:-1], identity, root=root, batch_size=4)
-    assert calls == [4, 4, 1] * 2 + [4, 4] and len(_folders(root)) == 3
+    assert calls == [4, 4, 1] * 2 and len(_folders(root)) == 2
     with pytest.raises(FeatureSizeError, match=r"\(4, 4\) where \(4, 5\) was expected"):
         cached_array_features(encode, items, identity | {"feature_dim": 5}, root=root, batch_size=4)
+
+
+def test_array_features_interrupted_mid_miss_resume_from_the_committed_blocks(tmp_path):
+    root = tmp_path / "cache"
+    items = np.random.default_rng(3).integers(0, 256, (10, 8, 8, 3), dtype=np.uint8)
+    calls = []
+
+    def encode(block):
+        calls.append(len(block))
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # killed while encoding the second block
+        return block.reshape(len(block), -1)[:, :3].astype(np.float32)
+
+    identity = {"weights_sha256": "w", "precision": "fp32", "feature_dim": 3}
+    with pytest.raises(KeyboardInterrupt):
+        cached_array_features(encode, items, identity, root=root, batch_size=4)
+    out = cached_array_features(encode, items, identity, root=root, batch_size=4)
+    assert calls == [4, 4, 4, 2]  # the first block was kept; the rest encoded on the second call
+    assert np.array_equal(out, items.reshape(10, -1)[:, :3].astype(np.float32))
 
 
 def test_cache_root_follows_the_environment(tmp_path, monkeypatch):

@@ -26,7 +26,7 @@ from lifelong.core.tasks import TaskKey
 from lifelong.learners.buffers import POLICIES, ReplayBuffer
 from lifelong.learners.options import configure
 from lifelong.learners.penalties import EWC, MAS, PENALTIES, SI, ItemLoss, LwF, Term
-from lifelong.training import encoders, feature_cache
+from lifelong.training import array_feature_cache, encoders, feature_cache
 from lifelong.training.continual_loop import model_inputs, predict_items, step_lr, train_continual
 from lifelong.training.devices import cpu_tensors, current_accelerator
 from lifelong.training.flops import architecture_forward_flops
@@ -293,7 +293,7 @@ class ContinualLearner:
                 return np.asarray(encoders.encode_images(encoder, list(block), batch_size=batch_size), np.float32)
             return np.asarray(encoders.encode(encoder, block, batch_size=batch_size), dtype=np.float32)
 
-        return feature_cache.cached_array_features(encode, items, self._identities[precision])
+        return array_feature_cache.cached_array_features(encode, items, self._identities[precision])
 
     def _encoder_forward_flops(self, encoder: nn.Module, image_shape: tuple[int, ...]) -> float:
         """Forward FLOPs of the encoder per image of `image_shape` (counted once per shape)."""

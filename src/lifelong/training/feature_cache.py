@@ -14,8 +14,9 @@ encoder came from is not in the key either: the same weights copied elsewhere hi
 Runs, seeds and commands that encode the same inputs with the same encoder share a folder: the second one reads
 it instead of running the encoder. A folder is filled batch by batch and resumes after a kill (see
 `lifelong.training.features`); a lock file lets concurrent runs wait for one another instead of writing the same
-rows. The root: the `root` argument, else $LIFELONG_CACHE/features, else $XDG_CACHE_HOME (or ~/.cache)/lifelong/
-features.
+rows. Features of in-memory images (the CLEAR linear regime's buckets) are kept one row per image instead
+(`lifelong.training.array_feature_cache`). The root: the `root` argument, else $LIFELONG_CACHE/features, else
+$XDG_CACHE_HOME (or ~/.cache)/lifelong/features.
 """
 
 from __future__ import annotations
@@ -25,22 +26,18 @@ import fcntl
 import hashlib
 import json
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from lifelong.data.feature_files import (
-    FEATURES_FILE,
     FORMAT,
     MANIFEST_FILE,
-    FeatureFileError,
     FeatureSizeError,
     read_json,
-    write_json,
 )
 from lifelong.training.devices import current_accelerator
 from lifelong.training.encoders import weights_sha256 as encoder_weights_sha256
@@ -181,83 +178,3 @@ def check_feature_size(folder: str | os.PathLike, feature_dim: int, *, encoder: 
             f"{feature_dim}: they were made by another model. Delete {folder} (or rerun with --overwrite) to "
             "extract them again with this model, or use the model the cache was made with"
         )
-
-
-# -- features of in-memory images (the linear regime's buckets) ----------------------------------------------------
-
-
-def array_sha256(items: np.ndarray) -> str:
-    """A digest of an image array's bytes, dtype and shape."""
-    items = np.ascontiguousarray(items)
-    digest = hashlib.sha256(f"{items.dtype.str}:{items.shape};".encode())
-    digest.update(memoryview(items).cast("B"))
-    return digest.hexdigest()
-
-
-def cached_array_features(
-    encode_rows: Callable[[np.ndarray], np.ndarray],
-    items: np.ndarray,
-    identity: Mapping[str, Any],
-    *,
-    root: str | os.PathLike | None = None,
-    batch_size: int = 1024,
-) -> np.ndarray:
-    """float32 features [N, D] of `items` (uint8 images [N, H, W, C]), memory-mapped read-only from the cache.
-
-    `encode_rows` turns a block of items into float32 [B, D] (`identity` must describe it: see
-    `encoder_identity`). A miss encodes block by block, each block flushed before the progress is recorded, so an
-    interrupted run resumes at its first unfinished block; a hit runs nothing.
-    """
-    items = np.asarray(items)
-    dim = int(identity["feature_dim"])
-    inputs = array_sha256(items)
-    folder = cache_root(root) / cache_key(identity, inputs)
-    with locked(folder):
-        check_feature_size(folder, dim, encoder=f"the encoder (weights {str(identity.get('weights_sha256'))[:12]})")
-        manifest = _array_manifest(folder, identity, inputs, len(items), dim)
-        path = folder / FEATURES_FILE
-        if not manifest["complete"]:
-            rows = np.load(path, mmap_mode="r+")
-            for start in range(manifest["rows"], len(items), batch_size):
-                block = np.asarray(encode_rows(items[start : start + batch_size]), dtype=np.float32)
-                expected = (min(batch_size, len(items) - start), dim)
-                if block.shape != expected:
-                    raise FeatureSizeError(
-                        f"the encoder gave features of shape {block.shape} where {expected} was expected: its "
-                        f"identity (and the feature cache {folder}) says size {dim}"
-                    )
-                rows[start : start + len(block)] = block
-                rows.flush()
-                manifest["rows"] = start + len(block)
-                write_json(folder / MANIFEST_FILE, manifest)  # only after the rows are on disk
-            del rows
-            manifest["complete"] = True
-            write_json(folder / MANIFEST_FILE, manifest)
-    features = np.load(path, mmap_mode="r")
-    if features.shape != (len(items), dim):
-        raise FeatureFileError(
-            f"{path} has shape {features.shape}, expected ({len(items)}, {dim}); delete {folder} and run again"
-        )
-    return features
-
-
-def _array_manifest(folder: Path, identity: Mapping[str, Any], inputs: str, count: int, dim: int) -> dict[str, Any]:
-    """The folder's manifest to continue from, or a fresh one with a zero-filled features file."""
-    settings = {
-        "format": FORMAT,
-        "identity": dict(identity),
-        "inputs": {"kind": "array", "sha256": inputs, "count": count},
-        "dtype": "float32",
-        "feature_dim": dim,
-    }
-    path = folder / MANIFEST_FILE
-    if path.is_file() and (folder / FEATURES_FILE).is_file():
-        manifest = read_json(path)
-        if all(manifest.get(k) == v for k, v in json.loads(json.dumps(settings)).items()):
-            return manifest
-    path.unlink(missing_ok=True)  # manifest first: no stale progress survives
-    created = np.lib.format.open_memmap(folder / FEATURES_FILE, mode="w+", dtype=np.float32, shape=(count, dim))
-    del created  # a sparse file: no row is held in memory
-    manifest = settings | {"rows": 0, "complete": False}
-    write_json(path, manifest)
-    return manifest

@@ -53,7 +53,14 @@ from lifelong.data.feature_files import (
 )
 from lifelong.data.images import CorruptImageError, decode_image, to_channels
 from lifelong.training.devices import device_for
-from lifelong.training.encoders import Encoder, check_encoder_spec, load_encoder, square_image, weights_sha256
+from lifelong.training.encoders import (
+    Encoder,
+    check_encoder_spec,
+    inference_layout,
+    load_encoder,
+    square_image,
+    weights_sha256,
+)
 from lifelong.training.feature_cache import (
     autocast,
     cache_key,
@@ -253,9 +260,14 @@ def _name(encoder: dict) -> str:
 
 
 @torch.inference_mode()
-def _embed(encoder: Encoder, images: np.ndarray, device: torch.device, dtype: str, precision: str) -> np.ndarray:
-    """uint8 [B, S, S, C] -> L2-normalised features [B, D] in `dtype`, the forward pass at `precision`."""
+def _embed(
+    encoder: Encoder, images: np.ndarray, device: torch.device, dtype: str, precision: str, layout: Any = None
+) -> np.ndarray:
+    """uint8 [B, S, S, C] -> L2-normalised features [B, D] in `dtype`, the forward pass at `precision`; `layout`
+    lays the batch out as the encoder is (`encoders.inference_layout`)."""
     x = prepare_batch(to_channels(images, encoder.in_channels), channels=encoder.in_channels).to(device)
+    if layout is not None:
+        x = layout(x)
     with autocast(precision, device):
         out = encoder(x)
     if out.ndim == 2 and out.shape[0] == len(images) and out.shape[1] != encoder.feature_dim:
@@ -419,15 +431,17 @@ def _fill(
     was_training = encoder.training
     encoder.eval()
     try:
-        _run_batches(
-            encoder,
-            files,
-            out,
-            manifest,
-            skip_corrupt=skip_corrupt,
-            description=description or f"features {out.name}",
-            **batches,
-        )
+        with inference_layout(encoder) as layout:
+            _run_batches(
+                encoder,
+                layout,
+                files,
+                out,
+                manifest,
+                skip_corrupt=skip_corrupt,
+                description=description or f"features {out.name}",
+                **batches,
+            )
     finally:
         encoder.train(was_training)
     _finish(out, manifest, labels)
@@ -435,6 +449,7 @@ def _fill(
 
 def _run_batches(
     encoder: Encoder,
+    layout: Any,
     files: list[str],
     out: Path,
     manifest: dict[str, Any],
@@ -474,7 +489,7 @@ def _run_batches(
                         raise UnreadableImageError(files[start + i], _plain_reason(image))
             pending = submit(starts[k + 1]) if k + 1 < len(starts) else []  # decode ahead while the encoder runs
             kept = [image for image in decoded if isinstance(image, np.ndarray)]
-            block = _embed(encoder, _stack(kept), device, dtype, precision) if kept else np.zeros((0, 0))
+            block = _embed(encoder, _stack(kept), device, dtype, precision, layout) if kept else np.zeros((0, 0))
             _write_rows(path, data_offset, manifest["rows"], block)
             manifest["skipped"] += [
                 {"index": start + i, "file": files[start + i], "reason": _reason(error)}

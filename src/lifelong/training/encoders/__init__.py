@@ -25,7 +25,7 @@ from lifelong.training.encoders.finetune import (
     layer_groups,
     param_groups,
 )
-from lifelong.training.encoders.run import check_images, encode, encode_images, encoder_flops
+from lifelong.training.encoders.run import check_images, encode, encode_images, encoder_flops, inference_layout
 from lifelong.training.encoders.specs import (
     ENCODERS,
     EncoderNotFoundError,
@@ -56,6 +56,7 @@ __all__ = [
     "describe_groups",
     "encode",
     "encode_images",
+    "inference_layout",
     "encoder_flops",
     "freeze_groups",
     "layer_groups",

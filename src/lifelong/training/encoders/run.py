@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -52,7 +54,7 @@ def encode_images(
     with the encoder's own preprocessing, in batches on the current accelerator (eval mode, no gradients)."""
     import torch
 
-    from lifelong.training.devices import KEEPS_LAYOUT, current_accelerator
+    from lifelong.training.devices import current_accelerator
 
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
@@ -65,25 +67,38 @@ def encode_images(
     model = acc.place(encoder)
     was_training = model.training
     model.eval()
-    # channels_last for inference on the CPU too (auto layout): same features, 1.2-1.45x the images/s of NCHW for
-    # EfficientNet-Lite and the toolkit ResNet on a 2-core Xeon (benchmarks/bench_encoders.py); restored after
-    nhwc = (
-        acc.channels_last is None
-        and not acc.uses_channels_last
-        and not any(getattr(m, KEEPS_LAYOUT, False) for m in model.modules())
-    )
-    if nhwc:
-        model.to(memory_format=torch.channels_last)
     out = []
     try:
-        with torch.inference_mode(), acc.autocast():
+        with inference_layout(model) as layout, torch.inference_mode(), acc.autocast():
             for s in range(0, len(images), batch_size):
-                x = acc.batch(model.prepare(images[s : s + batch_size]))
-                if nhwc:
-                    x = x.contiguous(memory_format=torch.channels_last)
+                x = layout(acc.batch(model.prepare(images[s : s + batch_size])))
                 out.append((model.classify(x) if logits else model(x)).float().cpu())
     finally:
         model.train(was_training)
-        if nhwc:
-            model.to(memory_format=torch.contiguous_format)
     return torch.cat(out).numpy()
+
+
+@contextlib.contextmanager
+def inference_layout(model: Any) -> Iterator[Callable[[Any], Any]]:
+    """Run `model`'s inference in channels_last unless the accelerator's layout is set (or the model keeps its own
+    layout); yields the function that lays a batch out to match. Same features, 1.2-1.45x the images/s of NCHW for
+    EfficientNet-Lite and the toolkit ResNet on a 2-core CPU (benchmarks/bench_encoders.py). Layout restored
+    after."""
+    import torch
+
+    from lifelong.training.devices import KEEPS_LAYOUT, current_accelerator
+
+    acc = current_accelerator()
+    nhwc = (
+        acc.channels_last is None
+        and not acc.uses_channels_last  # placed in channels_last already (CUDA's default): nothing to do
+        and not any(getattr(m, KEEPS_LAYOUT, False) for m in model.modules())
+    )
+    if not nhwc:
+        yield lambda x: x
+        return
+    model.to(memory_format=torch.channels_last)
+    try:
+        yield lambda x: x.contiguous(memory_format=torch.channels_last) if x.dim() == 4 else x
+    finally:
+        model.to(memory_format=torch.contiguous_format)
