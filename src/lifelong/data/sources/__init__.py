@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from lifelong.core.suggest import did_you_mean
 from lifelong.core.tasks import TaskKind
 from lifelong.data.labeled import LabeledImages
 from lifelong.data.sources.builtin import BUILTIN_SOURCES, BuiltinSource
@@ -75,7 +76,10 @@ def _load(spec: str, skip_corrupt: bool, options: dict[str, Any]) -> LabeledImag
     kind, _, where = spec.partition(":")
     if kind == "builtin":
         if where not in BUILTIN_SOURCES:
-            raise ValueError(f"unknown builtin source {where!r}; available: {sorted(BUILTIN_SOURCES)}")
+            raise ValueError(
+                f"unknown builtin source {where!r}{did_you_mean(where, BUILTIN_SOURCES)}; available: "
+                + ", ".join(sorted(BUILTIN_SOURCES))
+            )
         return _call(spec, BUILTIN_SOURCES[where].generate, (), options)
     if kind == "fashion-mnist" and not where:
         return _call(spec, load_fashion_mnist, (), options)
@@ -89,7 +93,7 @@ def _load(spec: str, skip_corrupt: bool, options: dict[str, Any]) -> LabeledImag
         "hf": load_hf,
     }
     if kind not in loaders or not where:
-        raise ValueError(f"unknown source {spec!r}; expected one of {list(SOURCE_FORMS)}")
+        raise ValueError(f"unknown source {spec!r}; expected one of: {', '.join(SOURCE_FORMS)}")
     location = Path(where).expanduser()
     if not location.exists():
         raise FileNotFoundError(f"source {spec!r}: path not found: {str(location)!r}")
