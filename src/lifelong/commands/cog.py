@@ -220,7 +220,21 @@ def run_command(
         str, typer.Option("--data", metavar="cog-mini|DIR", help="cog-mini, or ImageNet-style DIR/<wnid>/* folders.")
     ] = "cog-mini",
     levels_file: Annotated[
-        Path | None, typer.Option("--levels-file", metavar="FILE.csv", help="With --data DIR: `cog levels` output.")
+        Path | None,
+        typer.Option(
+            "--levels-file",
+            metavar="FILE",
+            help="With --data DIR: `cog levels` CSV output, or the authors' cog_levels_mapping_file.pkl.",
+        ),
+    ] = None,
+    split_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--split-file",
+            metavar="FILE",
+            help="With --data DIR: the authors' cog_concepts_split_file.pkl (each unseen concept's train and test "
+            "images, paths under DIR).",
+        ),
     ] = None,
     levels: Annotated[
         str,
@@ -294,7 +308,7 @@ def run_command(
         counts = parse_shots(shots)
         check_ray_gpus(executor, device, gpus_per_trial)
         accelerator_from(device, precision, compile, channels_last)  # feature extraction runs here
-        plan = plan_features(encoder, data, levels_file=levels_file, data_root=data_root)
+        plan = plan_features(encoder, data, levels_file=levels_file, split_file=split_file, data_root=data_root)
         chosen = parse_levels(levels or None, list(plan.levels))
         common = dict(
             seeds=chosen_seeds,

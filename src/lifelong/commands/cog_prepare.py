@@ -36,26 +36,20 @@ def _level_files(root: Path, wnids: tuple[str, ...], split: str) -> tuple[list[s
 
 
 def _folder_groups(data: Path, levels_file: Path | None) -> dict[str, list[str]]:
-    """{level: wnids} of ImageNet-style concept folders: seen = the ImageNet-1K folders present, L1.. from the CSV."""
-    import csv
-
+    """{level: wnids} of ImageNet-style concept folders: seen = the ImageNet-1K folders present, L1.. from the
+    levels file (our CSV or the authors' pkl)."""
+    from lifelong.concepts.level_files import read_levels_file
     from lifelong.concepts.wnids import imagenet1k
 
     if levels_file is None:
-        raise ValueError("--data DIR needs --levels-file FILE.csv (written by `lifelong cog levels`)")
-    try:
-        with open(levels_file, newline="", encoding="utf-8") as f:
-            rows = list(csv.DictReader(f))
-    except FileNotFoundError:
-        raise FileNotFoundError(
-            f"--levels-file {str(levels_file)!r} not found; write one with `lifelong cog levels`"
-        ) from None
-    if not rows or not {"wnid", "level"} <= set(rows[0]):
-        raise ValueError(f"{levels_file} needs wnid and level columns (the output of `lifelong cog levels`)")
+        raise ValueError(
+            "--data DIR needs --levels-file FILE (written by `lifelong cog levels`, or the authors' "
+            "cog_levels_mapping_file.pkl)"
+        )
     present = {p.name for p in data.iterdir() if p.is_dir()}
     groups = {"seen": sorted(w for w in imagenet1k() if w in present)}
-    for row in rows:
-        groups.setdefault(f"L{int(row['level'])}", []).append(row["wnid"])
+    for number, wnids in enumerate(read_levels_file(levels_file), start=1):
+        groups[f"L{number}"] = list(wnids)
     out = {}
     for name, wnids in groups.items():
         if not wnids:
@@ -152,7 +146,12 @@ def _complete(folder: Path) -> bool:
 
 
 def plan_features(
-    encoder: str | Path, data: str, *, levels_file: Path | None = None, data_root: Path | None = None
+    encoder: str | Path,
+    data: str,
+    *,
+    levels_file: Path | None = None,
+    split_file: Path | None = None,
+    data_root: Path | None = None,
 ) -> FeaturesPlan:
     """Name the features set of (encoder, data) and list its levels; nothing is extracted yet.
 
@@ -168,6 +167,8 @@ def plan_features(
 
     stem, encoder_bytes = _encoder_digest(encoder)
     levels: dict[str, Callable[[], dict]] = {}
+    if data == "cog-mini" and (levels_file is not None or split_file is not None):
+        raise ValueError("--levels-file and --split-file go with --data DIR; cog-mini brings its own levels")
     if data == "cog-mini":
         cog, root = _cog_mini_folders(data_root, levels=[])  # renders (or reads) cog-mini; exports nothing yet
         dataset, identity = "cog-mini", cog.path.name
@@ -179,10 +180,12 @@ def plan_features(
             raise FileNotFoundError(f"--data {data!r} is neither cog-mini nor a folder of <wnid>/ image folders")
         groups = _folder_groups(folder, levels_file)
         dataset = folder.name
-        digest_identity = f"{folder.resolve()}:{Path(levels_file).read_text(encoding='utf-8')}"
+        files = [Path(levels_file)] + ([] if split_file is None else [Path(split_file)])
+        digest_identity = f"{folder.resolve()}:" + ":".join(hashlib.sha256(f.read_bytes()).hexdigest() for f in files)
         identity = str(folder.resolve())
         for name, wnids in groups.items():
-            levels[name] = functools.partial(_folder_level, folder, wnids)
+            listed = split_file if name != "seen" else None  # the split file lists the levels' concepts only
+            levels[name] = functools.partial(_folder_level, folder, wnids, listed)
     precision = forward_precision()  # bf16 GPU features and fp32 CPU ones are different sets
     digest = hashlib.sha256(
         encoder_bytes + (identity if data == "cog-mini" else digest_identity).encode() + precision.encode()
@@ -202,11 +205,16 @@ def _cog_mini_level(cog, root: Path, name: str) -> dict:
     return {"wnids": level.wnids, **splits, "similarity": level.similarity.round(6).tolist()}
 
 
-def _folder_level(data: Path, wnids: list[str]) -> dict:
-    """One level of ImageNet-style concept folders: its concepts scanned and split."""
-    from lifelong.data.sources.concept_folders import scan_concept_folders
+def _folder_level(data: Path, wnids: list[str], split_file: Path | None = None) -> dict:
+    """One level of ImageNet-style concept folders: its concepts' images as the split file lists them, else
+    scanned and split."""
+    from lifelong.concepts.level_files import read_split_file
+    from lifelong.data.sources.concept_folders import concepts_from_split_file, scan_concept_folders
 
-    splits = scan_concept_folders(data, wnids=wnids)
+    if split_file is not None:
+        splits = concepts_from_split_file(data, read_split_file(split_file, wnids))
+    else:
+        splits = scan_concept_folders(data, wnids=wnids)
     return {"wnids": splits.wnids, "train": splits.split("train"), "test": splits.split("test")}
 
 

@@ -3,13 +3,12 @@
 CIFAR-10: `data_batch_1` .. `data_batch_5` (train), `test_batch` (test), optional `batches.meta`
 (label_names). CIFAR-100: `train`, `test`, optional `meta` (fine_label_names, coarse_label_names).
 Each batch is a pickled dict with `data` (uint8 [N, 3072], channel-major 32x32) and `labels` (CIFAR-10) or
-`fine_labels` / `coarse_labels` (CIFAR-100). Pickles are read with an unpickler that only builds plain
-containers and numpy arrays, so a tampered file cannot run code.
+`fine_labels` / `coarse_labels` (CIFAR-100). Pickles are read with `lifelong.core.safe_pickle`, which only
+builds plain containers and numpy arrays, so a tampered file cannot run code.
 """
 
 from __future__ import annotations
 
-import codecs
 import pickle
 import re
 from pathlib import Path
@@ -17,24 +16,13 @@ from typing import Any
 
 import numpy as np
 
+from lifelong.core.safe_pickle import DataUnpickler
 from lifelong.core.tasks import TaskKind
 from lifelong.data.images import CorruptImageError
 from lifelong.data.labeled import LabeledImages
 
 CIFAR10_BATCH = re.compile(r"^data_batch_\d+$")
 _SIDE = 32
-# Objects a CIFAR pickle may reference (numpy arrays pickle through these); anything else is refused.
-_NUMPY_RECONSTRUCT = np.ndarray.__reduce__(np.zeros(1))[0]
-_NUMPY_SCALAR = np.float64(0).__reduce__()[0]
-_ALLOWED = {
-    ("numpy.core.multiarray", "_reconstruct"): _NUMPY_RECONSTRUCT,
-    ("numpy._core.multiarray", "_reconstruct"): _NUMPY_RECONSTRUCT,
-    ("numpy.core.multiarray", "scalar"): _NUMPY_SCALAR,
-    ("numpy._core.multiarray", "scalar"): _NUMPY_SCALAR,
-    ("numpy", "ndarray"): np.ndarray,
-    ("numpy", "dtype"): np.dtype,
-    ("_codecs", "encode"): codecs.encode,  # bytes in protocol-2 pickles written by Python 3
-}
 
 
 def cifar_layout(directory: str | Path) -> str | None:
@@ -89,20 +77,11 @@ def load_cifar_dir(directory: str | Path, *, label: str = "fine") -> LabeledImag
     )
 
 
-class _SafeUnpickler(pickle.Unpickler):
-    """Builds dicts, lists, strings, bytes, numbers and numpy arrays only."""
-
-    def find_class(self, module: str, name: str) -> Any:
-        if (module, name) in _ALLOWED:
-            return _ALLOWED[(module, name)]
-        raise pickle.UnpicklingError(f"a CIFAR pickle may not reference {module}.{name}")
-
-
 def _read_pickle(path: Path) -> dict[str, Any]:
     """A CIFAR batch as a dict with str keys (Python 2 pickles are read as bytes and their keys decoded)."""
     try:
         with path.open("rb") as f:
-            content = _SafeUnpickler(f, encoding="bytes").load()
+            content = DataUnpickler(f, what=f"the CIFAR file {str(path)!r}", encoding="bytes").load()
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError) as exc:
         message = f"CIFAR file {str(path)!r} is not a readable CIFAR pickle: {exc}; re-download it"
         raise CorruptImageError(message) from exc

@@ -9,12 +9,13 @@ returned: the images are decoded later, batch by batch, by feature extraction.
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from lifelong.concepts.level_files import ConceptImages
 from lifelong.concepts.wnids import UnknownConceptError, check_wnid, imagenet1k, imagenet21k
 from lifelong.core.seeds import derive_seed
 from lifelong.data.images import IMAGE_SUFFIXES, is_image_file
@@ -148,4 +149,39 @@ def scan_concept_folders(
         test_labels=np.concatenate(test_labels),
         seed=int(seed),
         test_per_class=int(test_per_class),
+    )
+
+
+def concepts_from_split_file(
+    root: str | os.PathLike, images: Mapping[str, ConceptImages], *, check_files: bool = True
+) -> ConceptSplits:
+    """ConceptSplits of concepts whose images a split file lists (`lifelong.concepts.level_files.read_split_file`),
+    paths relative to `root` (the ImageNet-21K images folder); labels follow the sorted wnids. With `check_files`
+    every listed file must exist, else a FileNotFoundError counting the missing ones and naming a few."""
+    root = Path(root)
+    if not root.is_dir():
+        raise FileNotFoundError(f"images folder not found: {str(root)!r} (the root the split file's paths start at)")
+    wnids = tuple(sorted(images))
+    splits: dict[str, tuple[list[str], list[np.ndarray]]] = {"train": ([], []), "test": ([], [])}
+    for label, wnid in enumerate(wnids):
+        for name, (files, labels) in splits.items():
+            listed = getattr(images[wnid], name)
+            files.extend(str(root / relative) for relative in listed)
+            labels.append(np.full(len(listed), label, dtype=np.int64))
+    if check_files:
+        missing = [f for name in splits for f in splits[name][0] if not os.path.isfile(f)]
+        if missing:
+            raise FileNotFoundError(
+                f"{len(missing)} image(s) the split file lists are not under {str(root)!r}, e.g. "
+                f"{', '.join(missing[:3])}; pass the folder that holds the <wnid>/ image folders"
+            )
+    return ConceptSplits(
+        root=root,
+        wnids=wnids,
+        train_files=splits["train"][0],
+        train_labels=np.concatenate(splits["train"][1]) if wnids else np.zeros(0, np.int64),
+        test_files=splits["test"][0],
+        test_labels=np.concatenate(splits["test"][1]) if wnids else np.zeros(0, np.int64),
+        seed=0,
+        test_per_class=0,
     )
