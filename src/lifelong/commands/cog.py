@@ -11,6 +11,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from lifelong.commands.cog_compare import run_comparison
 from lifelong.commands.cog_prepare import extract_levels, plan_features, pretrain_cog_encoder
 from lifelong.commands.device_options import (
     ChannelsLastOption,
@@ -35,7 +36,21 @@ ORDER_HELP = (
 
 @cog_app.command("levels")
 def levels_command(
-    out: Annotated[Path, typer.Option("--out", metavar="FILE.csv", help="CSV to write: wnid,name,similarity,level.")],
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", metavar="FILE.csv", help="CSV to write: wnid,name,similarity,level.", show_default=False),
+    ] = None,
+    compare: Annotated[
+        Path | None,
+        typer.Option(
+            "--compare",
+            metavar="FILE",
+            help="Instead of building levels, place those of FILE (our CSV or the authors' "
+            "cog_levels_mapping_file.pkl) in our ranking: per-level similarity bands, contiguity, concepts out of "
+            "band, concepts our filters remove, ancestor pairs.",
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="With --compare: print one JSON object.")] = False,
     seen: Annotated[
         Path | None, typer.Option("--seen", metavar="FILE", help="Seen wnids, one per line (default: ImageNet-1K).")
     ] = None,
@@ -81,7 +96,9 @@ def levels_command(
     ] = None,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing --out file.")] = False,
 ) -> None:
-    """Build ImageNet-CoG levels: filter the candidates, rank by similarity to the seen concepts, cut into levels."""
+    """Build ImageNet-CoG levels: filter the candidates, rank by similarity to the seen concepts, cut into levels.
+
+    With --compare FILE: place the levels of FILE in that ranking instead (nothing is written)."""
     from lifelong.concepts import (
         ConceptError,
         LevelSpec,
@@ -96,6 +113,23 @@ def levels_command(
     started = time.perf_counter()
     try:
         _check_level_options(similarity, order, relation)
+        if (out is None) == (compare is None):
+            raise ValueError("give --out FILE.csv to build levels, or --compare FILE to compare a levels file")
+        if as_json and compare is None:
+            raise ValueError("--json goes with --compare FILE")
+        if compare is not None:
+            if counts is not None or images is not None:
+                raise ValueError("--compare ignores image counts; leave out --counts and --images")
+            spec = LevelSpec(
+                seen=read_wnids(seen) if seen else None,
+                candidates=read_wnids(candidates) if candidates else None,
+                exclusions=read_wnids(exclusions) if exclusions else None,
+                order=order,
+                relation=relation,
+                similarity=similarity,
+            )
+            run_comparison(compare, spec, wordnet, as_json)
+            return
         if out.exists() and not overwrite:
             raise ValueError(f"{out} exists; pass --overwrite to replace it, or --out to write elsewhere")
         if counts is not None and images is not None:

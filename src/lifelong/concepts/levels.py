@@ -163,6 +163,7 @@ class Eligible:
     eligible: np.ndarray
     steps: list[Step]
     notes: list[str]
+    removed_by: dict[int, str] = field(default_factory=dict)  # node index of a removed candidate -> its filter
 
 
 def filter_concepts(spec: LevelSpec | None = None, wordnet: str | os.PathLike | None = None) -> Eligible:
@@ -195,6 +196,7 @@ def filter_concepts(spec: LevelSpec | None = None, wordnet: str | os.PathLike | 
                 synset_of(reader, wnid, "exclusion")  # an unknown wnid is an error; a known one simply matches none
 
     alive = np.ones(len(cand), dtype=bool)
+    removed_by: dict[int, str] = {}
     steps = [Step("start", "candidate concepts", len(cand), 0)]
     for name in names:
         description = FILTERS[name].format(relation=relation, min_images=spec.min_images)
@@ -205,9 +207,10 @@ def filter_concepts(spec: LevelSpec | None = None, wordnet: str | os.PathLike | 
             steps.append(Step(name, description, int(alive.sum()), 0, reason))
             continue
         before = int(alive.sum())
+        removed_by.update(dict.fromkeys(cand[alive & ~keep].tolist(), name))
         alive &= keep
         steps.append(Step(name, description, int(alive.sum()), before - int(alive.sum())))
-    return Eligible(tax, seen, cand[alive], steps, notes)
+    return Eligible(tax, seen, cand[alive], steps, notes, removed_by)
 
 
 def build_levels(spec: LevelSpec | None = None, wordnet: str | os.PathLike | None = None) -> Levels:
