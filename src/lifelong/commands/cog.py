@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from lifelong.commands.cog_compare import run_comparison
+from lifelong.commands.cog_compare import print_rule_variants, run_comparison
 from lifelong.commands.cog_prepare import extract_levels, plan_features, pretrain_cog_encoder
 from lifelong.commands.device_options import (
     ChannelsLastOption,
@@ -64,6 +64,15 @@ def levels_command(
     images: Annotated[
         Path | None, typer.Option("--images", metavar="DIR", help="Count images in DIR/<wnid>/* instead.")
     ] = None,
+    images_release: Annotated[
+        str,
+        typer.Option(
+            "--images-release",
+            metavar="fall2011|winter21",
+            help="Which ImageNet-21K release --images holds. A folder that looks like winter 2021 is refused as "
+            "fall 2011 (the synsets it dropped would count 0 images); say winter21 if that is what you mean.",
+        ),
+    ] = "fall2011",
     similarity: Annotated[
         str,
         typer.Option(
@@ -79,10 +88,32 @@ def levels_command(
         typer.Option("--per-level", metavar="N", help="Concepts per level (default: 1000 if enough, else even)."),
     ] = None,
     order: Annotated[str, typer.Option("--order", metavar="ORDER", help=ORDER_HELP)] = "paper",
+    seen_rule: Annotated[
+        str | None,
+        typer.Option(
+            "--seen-rule",
+            metavar="ancestor|parent",
+            help="seen-ancestors filter: drop every ancestor (main text) or only the direct parents of the seen "
+            "concepts (default: the order's).",
+        ),
+    ] = None,
+    leaf_rule: Annotated[
+        str | None,
+        typer.Option(
+            "--leaf-rule",
+            metavar="eligible|eligible-parent|in21k-parent",
+            help="leaves filter: drop an ancestor of another eligible concept (main text), a direct parent of one, "
+            "or a direct parent of any candidate concept (the supplement's literal reading) (default: the order's).",
+        ),
+    ] = None,
     relation: Annotated[
         str | None,
         typer.Option(
-            "--relation", metavar="ancestor|parent", help="Rule of seen-ancestors and leaves (default: the order's)."
+            "--relation",
+            metavar="ancestor|parent",
+            help="Both rules at once (older): ancestor = --seen-rule ancestor --leaf-rule eligible, parent = "
+            "--seen-rule parent --leaf-rule eligible-parent.",
+            hidden=True,
         ),
     ] = None,
     exclusions: Annotated[
@@ -112,7 +143,7 @@ def levels_command(
 
     started = time.perf_counter()
     try:
-        _check_level_options(similarity, order, relation)
+        _check_level_options(similarity, order, relation, seen_rule, leaf_rule)
         if (out is None) == (compare is None):
             raise ValueError("give --out FILE.csv to build levels, or --compare FILE to compare a levels file")
         if as_json and compare is None:
@@ -126,6 +157,8 @@ def levels_command(
                 exclusions=read_wnids(exclusions) if exclusions else None,
                 order=order,
                 relation=relation,
+                seen_rule=seen_rule,
+                leaf_rule=leaf_rule,
                 similarity=similarity,
             )
             run_comparison(compare, spec, wordnet, as_json)
@@ -139,6 +172,7 @@ def levels_command(
             image_counts = read_counts(counts)
         elif images is not None:
             image_counts, ignored = count_images(images)
+            _check_release(images, image_counts, images_release, wordnet)
         spec = LevelSpec(
             seen=read_wnids(seen) if seen else None,
             candidates=read_wnids(candidates) if candidates else None,
@@ -147,6 +181,8 @@ def levels_command(
             min_images=min_images,
             order=order,
             relation=relation,
+            seen_rule=seen_rule,
+            leaf_rule=leaf_rule,
             similarity=similarity,
             levels=levels,
             per_level=per_level,
@@ -174,6 +210,7 @@ def levels_command(
         top, bottom = result.ranking[start]["similarity"], result.ranking[stop - 1]["similarity"]
         ranks.add_row(str(number), str(stop - start), f"{start + 1}-{stop}", f"{top:.4f}", f"{bottom:.4f}")
     console.print(ranks)
+    print_rule_variants(spec, wordnet)
     for text in result.notes:
         note(text)
     if ignored:
@@ -184,9 +221,37 @@ def levels_command(
     console.print(f"time: {elapsed:.1f} s")
 
 
-def _check_level_options(similarity: str, order: str, relation: str | None) -> None:
-    """--similarity, --order and --relation checked in CLI words, with "did you mean" for a mistyped name."""
-    from lifelong.concepts.levels import FILTERS, ORDERS, RELATIONS
+def _check_release(images: Path, counts: dict[str, int], release: str, wordnet: Path | None) -> None:
+    """Refuse counting a folder that looks like the winter 2021 release as fall 2011 (CLI words)."""
+    from lifelong.concepts.corpus import person_subtree
+    from lifelong.concepts.counts import RELEASES, looks_like_winter21
+    from lifelong.core.suggest import did_you_mean
+
+    if release not in RELEASES:
+        hint = did_you_mean(release, RELEASES)
+        raise ValueError(f"unknown --images-release {release!r}{hint}; choose fall2011 or winter21")
+    if release == "winter21":
+        note(
+            "counting the winter 2021 release: the synsets it dropped count 0 images, so the count filter removes "
+            "them (the paper counted fall 2011)"
+        )
+        return
+    reason = looks_like_winter21(images, counts, person_subtree(wordnet))
+    if reason:
+        raise ValueError(
+            f"--images {images} looks like ImageNet-21K's winter 2021 release ({reason}); counted as fall 2011, the "
+            "synsets winter 2021 dropped would count 0 images and the count filter would remove them. Count a fall "
+            "2011 copy or its archive listing (docs/cog.md, 'Image counts'), or pass --images-release winter21 if "
+            "that is what you mean"
+        )
+
+
+def _check_level_options(
+    similarity: str, order: str, relation: str | None, seen_rule: str | None = None, leaf_rule: str | None = None
+) -> None:
+    """--similarity, --order, --relation and the rules checked in CLI words, with "did you mean" for a mistyped
+    name."""
+    from lifelong.concepts.levels import FILTERS, LEAF_RULES, ORDERS, RELATIONS, SEEN_RULES
     from lifelong.concepts.similarity import SET_SIMILARITIES
     from lifelong.core.suggest import did_you_mean
 
@@ -198,6 +263,10 @@ def _check_level_options(similarity: str, order: str, relation: str | None) -> N
     check("--similarity", similarity, sorted(SET_SIMILARITIES))
     if relation is not None:
         check("--relation", relation, RELATIONS)
+    if seen_rule is not None:
+        check("--seen-rule", seen_rule, SEEN_RULES)
+    if leaf_rule is not None:
+        check("--leaf-rule", leaf_rule, list(LEAF_RULES))
     if order not in ORDERS:
         if "," not in order:
             check("--order", order, [*ORDERS, *FILTERS])

@@ -1,4 +1,5 @@
-"""`lifelong cog levels --compare FILE`: a levels file placed in our ranking, printed as tables or one JSON object."""
+"""`lifelong cog levels` reports beside the levels: a levels file placed in our ranking (`--compare FILE`, tables or
+one JSON object), and the eligible concepts under each variant of the filter rules."""
 
 from __future__ import annotations
 
@@ -89,3 +90,23 @@ def _print(file: Path, comparison) -> None:
         note(text)
     if comparison.not_in_corpus:
         note(f"not in our corpus: {', '.join(comparison.not_in_corpus[:SHOWN])}")
+
+
+def print_rule_variants(spec, wordnet: Path | None) -> None:
+    """A table: concepts left after the seen-ancestors and leaves filters under every (seen rule, leaf rule), the
+    chosen one marked, with `spec`'s other settings (order, counts, exclusions) unchanged."""
+    from dataclasses import replace
+
+    from lifelong.concepts.levels import LEAF_RULES, SEEN_RULES, filter_concepts, filter_rules
+
+    chosen = filter_rules(spec)
+    table = Table(title="eligible concepts under each rule variant (this order, counts and exclusions)")
+    for column in ("seen rule", "leaf rule", "after seen-ancestors", "eligible", ""):
+        table.add_column(column, overflow="fold")
+    for seen_rule in SEEN_RULES:
+        for leaf_rule in LEAF_RULES:
+            found = filter_concepts(replace(spec, seen_rule=seen_rule, leaf_rule=leaf_rule), wordnet)
+            after = next((step.left for step in found.steps if step.name == "seen-ancestors"), None)
+            mark = "chosen" if (seen_rule, leaf_rule) == chosen else ""
+            table.add_row(seen_rule, leaf_rule, "-" if after is None else str(after), str(len(found.eligible)), mark)
+    console.print(table)

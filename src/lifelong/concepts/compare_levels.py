@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from lifelong.concepts.corpus import corpus_with, taxonomy
-from lifelong.concepts.levels import FILTERS, LevelSpec, filter_concepts, parse_order
+from lifelong.concepts.levels import LevelSpec, describe_filter, filter_concepts
 from lifelong.concepts.similarity import SET_SIMILARITIES
 from lifelong.concepts.wnids import imagenet1k, imagenet21k
 
@@ -129,15 +129,13 @@ def compare_levels(
 def _filtered(spec: LevelSpec, wordnet, tax, placed, nodes: np.ndarray, candidates: set[str]) -> list[dict]:
     """The file's concepts our non-count filters remove (or that are no candidate at all), with the filter."""
     found = filter_concepts(spec, wordnet)
-    _, default_relation = parse_order(spec.order)
-    relation = spec.relation or default_relation
     out = []
     for (number, wnid), node in zip(placed, nodes.tolist(), strict=True):
         if wnid not in candidates:
             name, why = "candidates", "not a candidate concept (ImageNet-21K fall 2011 unless --candidates)"
         elif node in found.removed_by:
             name = found.removed_by[node]
-            why = FILTERS[name].format(relation=relation, min_images=spec.min_images)
+            why = describe_filter(name, spec)
         else:
             continue
         out.append({"wnid": wnid, "name": tax.lemmas[node], "level": number, "filter": name, "why": why})

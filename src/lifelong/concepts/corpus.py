@@ -11,7 +11,7 @@ import numpy as np
 
 from lifelong.concepts.similarity import SET_SIMILARITIES
 from lifelong.concepts.taxonomy import CorpusNotice, Taxonomy, build_taxonomy
-from lifelong.concepts.wnids import ConceptError, check_wnid, imagenet21k
+from lifelong.concepts.wnids import PERSON, ConceptError, check_wnid, imagenet21k
 from lifelong.concepts.wordnet import open_wordnet
 
 
@@ -68,3 +68,9 @@ def similarity_to_seen(
 def lin_to_seen(candidates: Sequence[str], seen: Sequence[str]) -> np.ndarray:
     """Each candidate wnid's maximum Lin similarity to the seen wnids, under the default corpus."""
     return similarity_to_seen(candidates, seen, "lin")
+
+
+def person_subtree(wordnet: str | os.PathLike | None = None) -> set[str]:
+    """The wnids of the default corpus (IN-21K fall 2011) under person.n.01, itself included."""
+    tax = taxonomy(None, wordnet)
+    return {tax.wnids[i] for i in np.flatnonzero(tax.subtree_mask(PERSON)).tolist()}

@@ -57,3 +57,23 @@ def count_images(root: str | os.PathLike) -> tuple[dict[str, int], list[str]]:
     if not counts:
         raise ConceptError(f"{root} has no subfolder named by a wnid (e.g. {root}/n01440764/); nothing to count")
     return counts, sorted(ignored)
+
+
+RELEASES = ("fall2011", "winter21")
+WINTER21_NAMES = ("winter21", "winter_21", "winter-21", "w21")
+
+
+def looks_like_winter21(root: str | os.PathLike, counts: dict[str, int], person_wnids: set[str]) -> str | None:
+    """Why the counted folder looks like ImageNet-21K's winter 2021 release rather than fall 2011, or None.
+
+    Winter 2021 dropped the person subtree (and other synsets flagged unsafe); counted as fall 2011, every dropped
+    synset would count 0 images and the count filter would remove it. Signs: the folder's name says winter 21, or
+    it holds hundreds of wnid folders but none of the person subtree's (fall 2011 has about 2,800).
+    """
+    name = Path(root).resolve().name.lower()
+    if any(mark in name for mark in WINTER21_NAMES):
+        return f"its name {Path(root).name!r} says winter 2021"
+    persons = sum(1 for wnid in counts if wnid in person_wnids)
+    if len(counts) >= 500 and persons == 0 and person_wnids:
+        return f"it holds {len(counts)} wnid folders but none of the {len(person_wnids)} of the person subtree"
+    return None

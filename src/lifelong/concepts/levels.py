@@ -4,10 +4,15 @@ Filters, in the paper's main-text order: `seen` (drop the seen concepts), `seen-
 ancestors), `person` (drop the person subtree), `manual` (drop the 70 flagged concepts), `count` (keep those with
 >= 782 images; a concept the counts do not list has none; skipped without counts), `leaves` (keep the leaves of
 the subgraph of remaining concepts).
-The supplement lists another order and speaks of "parents" rather than "ancestors": `order="supplement"` runs
-seen, count, person, seen-ancestors, leaves, manual with relation "parent" (a concept goes when it is a direct
-parent of a seen / remaining one). The supplement has no separate seen-ancestors step; its parent rule over all
-of IN-21K drops the seen concepts' parents, which is what seen-ancestors does under relation "parent".
+The two relational filters have their own rules. `seen_rule` ("ancestor", the main text: "we also remove all the
+concepts that are ancestors of these 1000"; or "parent"). `leaf_rule`: "eligible" (the main text: keep the leaves
+of the WordNet subgraph of the so-far-eligible concepts, i.e. drop c1 when it is an ancestor of another eligible
+c2), "eligible-parent" (drop c1 only when it is a direct parent of an eligible c2) or "in21k-parent" (the
+supplement's literal reading, "for any c1 and c2 in IN-21K, we exclude c1 if c1 is a parent of c2": a direct
+parent of any candidate, eligible or not). The supplement also lists another order: `order="supplement"` runs
+seen, count, person, seen-ancestors, leaves, manual with seen rule "parent" and leaf rule "in21k-parent".
+`relation` (older) sets both rules at once: "ancestor" = (ancestor, eligible), "parent" = (parent,
+eligible-parent).
 
 Levels: the eligible concepts ranked most similar first (ties by wnid) are cut into `levels` groups of
 `per_level` concepts (default: the paper's 1,000 when there are enough, else an even split n // levels); the
@@ -32,11 +37,11 @@ from lifelong.concepts.wordnet import open_wordnet
 
 FILTERS = {
     "seen": "drop the seen concepts",
-    "seen-ancestors": "drop every {relation} of a seen concept",
+    "seen-ancestors": "drop every {seen_rule} of a seen concept",
     "person": "drop the person subtree",
     "manual": "drop the manually flagged concepts",
     "count": "keep concepts with >= {min_images} images",
-    "leaves": "keep leaves of the remaining concepts' subgraph ({relation} rule)",
+    "leaves": "{leaf_rule_description}",
 }
 ORDERS = {
     "paper": ("seen", "seen-ancestors", "person", "manual", "count", "leaves"),
@@ -44,6 +49,14 @@ ORDERS = {
 }
 ORDER_RELATION = {"paper": "ancestor", "supplement": "parent"}
 RELATIONS = ("ancestor", "parent")
+SEEN_RULES = RELATIONS
+LEAF_RULES = {
+    "eligible": "keep leaves of the eligible concepts' subgraph (drop an ancestor of another eligible concept)",
+    "eligible-parent": "drop a direct parent of another eligible concept",
+    "in21k-parent": "drop a direct parent of any candidate concept (IN-21K), eligible or not",
+}
+ORDER_RULES = {"paper": ("ancestor", "eligible"), "supplement": ("parent", "in21k-parent")}
+RELATION_RULES = {"ancestor": ("ancestor", "eligible"), "parent": ("parent", "eligible-parent")}
 PAPER_PER_LEVEL = 1000
 PAPER_MIN_IMAGES = 782
 
@@ -62,7 +75,9 @@ class LevelSpec:
     counts: Mapping[str, int] | None = None
     min_images: int = PAPER_MIN_IMAGES
     order: str | Sequence[str] = "paper"
-    relation: str | None = None  # None: the order's own (paper: ancestor, supplement: parent, a list: ancestor)
+    relation: str | None = None  # older: both rules at once (RELATION_RULES)
+    seen_rule: str | None = None  # None: the relation's, else the order's (paper: ancestor, supplement: parent)
+    leaf_rule: str | None = None  # None: the relation's, else the order's (paper: eligible, supplement: in21k-parent)
     similarity: str = "lin"
     levels: int = 5
     per_level: int | None = None
@@ -108,6 +123,29 @@ def parse_order(order: str | Sequence[str]) -> tuple[tuple[str, ...], str]:
     return tuple(names), "ancestor"
 
 
+def filter_rules(spec: LevelSpec) -> tuple[str, str]:
+    """(seen rule, leaf rule) of `spec`: its own, else its `relation`'s, else its order's (a list: the paper's)."""
+    order_rules = ORDER_RULES.get(spec.order, ORDER_RULES["paper"]) if isinstance(spec.order, str) else None
+    order_rules = order_rules or ORDER_RULES["paper"]
+    if spec.relation is not None and spec.relation not in RELATIONS:
+        raise ConceptError(f"unknown relation {spec.relation!r}; choose one of {list(RELATIONS)}")
+    base = RELATION_RULES[spec.relation] if spec.relation is not None else order_rules
+    seen_rule, leaf_rule = spec.seen_rule or base[0], spec.leaf_rule or base[1]
+    if seen_rule not in SEEN_RULES:
+        raise ConceptError(f"unknown seen rule {seen_rule!r}; choose one of {list(SEEN_RULES)}")
+    if leaf_rule not in LEAF_RULES:
+        raise ConceptError(f"unknown leaf rule {leaf_rule!r}; choose one of {list(LEAF_RULES)}")
+    return seen_rule, leaf_rule
+
+
+def describe_filter(name: str, spec: LevelSpec) -> str:
+    """What filter `name` does under `spec`'s rules, in words."""
+    seen_rule, leaf_rule = filter_rules(spec)
+    return FILTERS[name].format(
+        seen_rule=seen_rule, leaf_rule_description=LEAF_RULES[leaf_rule], min_images=spec.min_images
+    )
+
+
 def cut_levels(n: int, levels: int, per_level: int | None = None) -> tuple[int, list[tuple[int, int]]]:
     """(per-level size, [start, stop) of each level) over a ranking of n concepts; see the module docstring."""
     if levels < 1:
@@ -133,13 +171,14 @@ def cut_levels(n: int, levels: int, per_level: int | None = None) -> tuple[int, 
 
 
 def _filter_mask(
-    name: str, tax: Taxonomy, cand: np.ndarray, alive: np.ndarray, seen: np.ndarray, spec: LevelSpec, relation: str
+    name: str, tax: Taxonomy, cand: np.ndarray, alive: np.ndarray, seen: np.ndarray, spec: LevelSpec
 ) -> np.ndarray | None:
     """The candidates `name` keeps (a boolean mask over `cand`), or None when it is skipped."""
+    seen_rule, leaf_rule = filter_rules(spec)
     if name == "seen":
         return ~np.isin(cand, seen)
     if name == "seen-ancestors":
-        return ~ancestor_closure(tax, seen, relation)[cand]
+        return ~ancestor_closure(tax, seen, seen_rule)[cand]
     if name == "person":
         return ~tax.subtree_mask(PERSON)[cand]
     if name == "manual":
@@ -150,7 +189,9 @@ def _filter_mask(
             return None
         return np.array([spec.counts.get(tax.wnids[i], 0) >= spec.min_images for i in cand], dtype=bool)
     if name == "leaves":
-        return ~ancestor_closure(tax, cand[alive], relation)[cand]
+        if leaf_rule == "in21k-parent":
+            return ~ancestor_closure(tax, cand, "parent")[cand]
+        return ~ancestor_closure(tax, cand[alive], "ancestor" if leaf_rule == "eligible" else "parent")[cand]
     raise ConceptError(f"unknown filter {name!r}; choose among {list(FILTERS)}")
 
 
@@ -169,10 +210,8 @@ class Eligible:
 def filter_concepts(spec: LevelSpec | None = None, wordnet: str | os.PathLike | None = None) -> Eligible:
     """Run the filters of `spec` in its order over the candidates (default: the paper's, without image counts)."""
     spec = spec or LevelSpec()
-    names, default_relation = parse_order(spec.order)
-    relation = spec.relation or default_relation
-    if relation not in RELATIONS:
-        raise ConceptError(f"unknown relation {relation!r}; choose one of {list(RELATIONS)}")
+    names, _ = parse_order(spec.order)
+    filter_rules(spec)  # the rules checked before any work
     if spec.similarity not in SET_SIMILARITIES:
         raise ConceptError(f"unknown similarity {spec.similarity!r}; choose one of {sorted(SET_SIMILARITIES)}")
     if spec.min_images < 0:
@@ -199,8 +238,8 @@ def filter_concepts(spec: LevelSpec | None = None, wordnet: str | os.PathLike | 
     removed_by: dict[int, str] = {}
     steps = [Step("start", "candidate concepts", len(cand), 0)]
     for name in names:
-        description = FILTERS[name].format(relation=relation, min_images=spec.min_images)
-        keep = _filter_mask(name, tax, cand, alive, seen, spec, relation)
+        description = describe_filter(name, spec)
+        keep = _filter_mask(name, tax, cand, alive, seen, spec)
         if keep is None:
             reason = "skipped: no image counts (give --counts FILE or --images DIR)"
             notes.append(f"the count filter was skipped: no image counts were given (min {spec.min_images})")
