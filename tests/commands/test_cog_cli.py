@@ -7,7 +7,7 @@ import csv
 import json
 
 import pytest
-from commands.test_cog_folders import write_concepts
+from commands.test_cog_folders import seen_val_args, write_concepts
 from typer.testing import CliRunner
 
 from lifelong.cli import app
@@ -31,6 +31,7 @@ def setup(tmp_path):
         writer.writerows([[w, w, 0.5, 1 + i // 2] for i, w in enumerate(unseen)])
     encoder = save_encoder(untrained_encoder("resnet_mini", resolution=16), tmp_path / "random.pt")
     args = ["cog", "run", "--encoder", str(encoder), "--data", str(tmp_path / "images"), "--levels-file", str(levels)]
+    args += seen_val_args(tmp_path, seen)
     return tmp_path, args + ["--out", str(tmp_path / "runs"), "--data-root", str(tmp_path / "data")]
 
 

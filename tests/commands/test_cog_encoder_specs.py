@@ -7,7 +7,7 @@ import importlib.util
 import json
 
 import pytest
-from commands.test_cog_folders import write_concepts
+from commands.test_cog_folders import IMAGES_PER_CONCEPT, seen_val_args, write_concepts
 from typer.testing import CliRunner
 
 from lifelong.cli import app
@@ -20,6 +20,7 @@ needs_transformers = pytest.mark.skipif(
 
 
 def _data(tmp_path):
+    """(images folder, levels file, the `cog run` args of the seen validation folder)."""
     seen = imagenet1k()[:3]
     in1k = set(imagenet1k())
     unseen = [w for w in imagenet21k() if w not in in1k][:2]
@@ -29,7 +30,7 @@ def _data(tmp_path):
         writer = csv.writer(f)
         writer.writerow(["wnid", "name", "similarity", "level"])
         writer.writerows([[w, w, 0.5, 1] for w in unseen])
-    return tmp_path / "images", levels
+    return tmp_path / "images", levels, seen_val_args(tmp_path, seen)
 
 
 @needs_transformers
@@ -42,16 +43,16 @@ def test_cog_run_with_an_hf_folder(tmp_path, monkeypatch):
     torch.manual_seed(0)
     transformers.AutoModel.from_config(config).save_pretrained(tmp_path / "tiny")
     transformers.ConvNextImageProcessor(size={"shortest_edge": 20}, crop_pct=0.875).save_pretrained(tmp_path / "tiny")
-    images, levels = _data(tmp_path)
+    images, levels, val = _data(tmp_path)
     args = ["cog", "run", "--encoder", f"hf:{tmp_path / 'tiny'}", "--data", str(images), "--levels-file", str(levels)]
-    args += ["--seeds", "1", "--out", str(tmp_path / "runs"), "--data-root", str(tmp_path / "data")]
+    args += ["--seeds", "1", "--out", str(tmp_path / "runs"), "--data-root", str(tmp_path / "data"), *val]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     (index_file,) = (tmp_path / "data" / "cog-features").glob("images-tiny-*/cog.json")
     index = json.loads(index_file.read_text())
     assert index["encoder"] == {"name": "tiny", "spec": f"hf:{tmp_path / 'tiny'}"}
     features = json.loads((index_file.parent / "seen" / "train" / "manifest.json").read_text())
-    assert features["rows"] == 3 * 6 and "L1" in result.output
+    assert features["rows"] == 3 * IMAGES_PER_CONCEPT and "L1" in result.output
 
 
 def test_feature_sets_of_different_weights_get_different_names(tmp_path, monkeypatch):
@@ -63,15 +64,16 @@ def test_feature_sets_of_different_weights_get_different_names(tmp_path, monkeyp
         "def b():\n    return make(1)\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
-    images, levels = _data(tmp_path)
-    first = plan_features("cog_spec_mod:a", str(images), levels_file=levels, data_root=tmp_path / "d")
-    again = plan_features("cog_spec_mod:a", str(images), levels_file=levels, data_root=tmp_path / "d")
-    other = plan_features("cog_spec_mod:b", str(images), levels_file=levels, data_root=tmp_path / "d")
+    images, levels, _ = _data(tmp_path)
+    common = {"levels_file": levels, "seen_val": tmp_path / "val", "data_root": tmp_path / "d"}
+    first = plan_features("cog_spec_mod:a", str(images), **common)
+    again = plan_features("cog_spec_mod:a", str(images), **common)
+    other = plan_features("cog_spec_mod:b", str(images), **common)
     assert first.name == again.name != other.name and first.name.startswith("images-cog_spec_mod-a-")
 
 
 def test_an_unknown_encoder_name_is_a_cli_error_listing_the_models(tmp_path):
-    images, levels = _data(tmp_path)
+    images, levels, _ = _data(tmp_path)
     args = ["cog", "run", "--encoder", "efficientnet-lite9", "--data", str(images), "--levels-file", str(levels)]
     result = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "runs"), "--data-root", str(tmp_path / "d")])
     assert result.exit_code == 2 and "efficientnet-lite0" in result.output and "Traceback" not in result.output

@@ -17,16 +17,27 @@ from lifelong.training.encoders import save_encoder, untrained_encoder
 IMAGES_PER_CONCEPT = TEST_PER_CLASS + 6
 
 
-def write_concepts(root, wnids, seed=0):
-    """One folder of small coloured PNGs per wnid, each concept its own mean colour (so a probe can separate them)."""
+def write_concepts(root, wnids, seed=0, count=IMAGES_PER_CONCEPT):
+    """One folder of `count` small coloured PNGs per wnid, each concept its own mean colour (so a probe can separate
+    them; the seed decides the colours)."""
     rng = np.random.default_rng(seed)
     for wnid in wnids:
         folder = root / wnid
         folder.mkdir(parents=True)
         colour = rng.integers(0, 256, size=3)
-        for i in range(IMAGES_PER_CONCEPT):
+        for i in range(count):
             pixels = np.clip(colour + rng.normal(0, 20, size=(12, 12, 3)), 0, 255).astype(np.uint8)
             Image.fromarray(pixels).save(folder / f"{wnid}_{i}.png")
+
+
+VAL_PER_CONCEPT = 5
+
+
+def seen_val_args(tmp_path, seen, seed=1):
+    """Validation folders (VAL_PER_CONCEPT images) of the seen concepts, and the `cog run` args that use them
+    (with --min-images lowered to the small folders' size)."""
+    write_concepts(tmp_path / "val", seen, seed=seed, count=VAL_PER_CONCEPT)
+    return ["--seen-val", str(tmp_path / "val"), "--min-images", str(IMAGES_PER_CONCEPT)]
 
 
 def test_run_on_concept_folders_with_a_levels_file(tmp_path):
@@ -42,6 +53,9 @@ def test_run_on_concept_folders_with_a_levels_file(tmp_path):
     encoder = save_encoder(untrained_encoder("resnet_mini", resolution=16), tmp_path / "random.pt")
     args = ["cog", "run", "--encoder", str(encoder), "--data", str(tmp_path / "images"), "--levels-file", str(levels)]
     args += ["--seeds", "1", "--out", str(tmp_path / "runs"), "--data-root", str(tmp_path / "data")]
+    no_val = CliRunner().invoke(app, args)
+    assert no_val.exit_code != 0 and "--seen-val" in no_val.output  # never a split of training images
+    args += seen_val_args(tmp_path, seen)
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     for level in ("seen", "L1", "L2"):
@@ -52,6 +66,9 @@ def test_run_on_concept_folders_with_a_levels_file(tmp_path):
     assert index["levels"][0]["wnids"] == sorted(seen) and index["levels"][2]["wnids"] == sorted(unseen[2:])
     manifest = json.loads((index_file.parent / "L1" / "train" / "manifest.json").read_text())
     assert manifest["rows"] == 2 * (IMAGES_PER_CONCEPT - TEST_PER_CLASS)
+    seen_test = json.loads((index_file.parent / "seen" / "test" / "manifest.json").read_text())
+    seen_train = json.loads((index_file.parent / "seen" / "train" / "manifest.json").read_text())
+    assert seen_test["rows"] == 3 * VAL_PER_CONCEPT and seen_train["rows"] == 3 * IMAGES_PER_CONCEPT
 
     missing = CliRunner().invoke(app, args[:6] + ["--seeds", "1", "--data-root", str(tmp_path / "data")])
     assert missing.exit_code != 0 and "--levels-file" in missing.output
@@ -84,7 +101,7 @@ def test_run_with_the_authors_levels_pickle_and_split_file(tmp_path):
     levels = tmp_path / "levels.pkl"
     args = ["cog", "run", "--encoder", str(encoder), "--data", str(images), "--levels-file", str(levels)]
     args += ["--split-file", str(tmp_path / "split.pkl"), "--seeds", "1", "--out", str(tmp_path / "runs")]
-    args += ["--data-root", str(tmp_path / "data")]
+    args += ["--data-root", str(tmp_path / "data"), *seen_val_args(tmp_path, seen)]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     (index_file,) = (tmp_path / "data" / "cog-features").glob("*/cog.json")
@@ -96,7 +113,7 @@ def test_run_with_the_authors_levels_pickle_and_split_file(tmp_path):
         manifest = json.loads((index_file.parent / "L1" / split_name / "manifest.json").read_text())
         assert manifest["rows"] == 2 * rows
     seen_train = json.loads((index_file.parent / "seen" / "train" / "manifest.json").read_text())
-    assert seen_train["rows"] == 2 * (IMAGES_PER_CONCEPT - TEST_PER_CLASS)
+    assert seen_train["rows"] == 2 * IMAGES_PER_CONCEPT
 
     split[unseen[0]] = {"train": ["a.png"] * 5, "test": ["b.png"]}
     (tmp_path / "bad.pkl").write_bytes(pickle.dumps(split))

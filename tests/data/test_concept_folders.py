@@ -82,3 +82,36 @@ def test_missing_requested_concepts_and_empty_roots_are_errors(tmp_path):
         scan_concept_folders(tmp_path / "empty")
     with pytest.raises(FileNotFoundError, match="not found"):
         scan_concept_folders(tmp_path / "nowhere")
+
+
+def test_at_most_max_train_training_images_a_seeded_choice_and_too_few_named(tmp_path):
+    root = _concepts(tmp_path / "in21k", {WNIDS[0]: 30, WNIDS[1]: 12})
+    splits = scan_concept_folders(root, test_per_class=5, min_train=4, max_train=10, seed=3)
+    files, labels = splits.split("train")
+    per_concept = np.bincount(labels)
+    assert per_concept.tolist() == [7, 10]  # label order is sorted wnids: 12 -> all 7; 30 -> 10 of the 25 left
+    assert not set(files) & set(splits.test_files)
+    again = scan_concept_folders(root, test_per_class=5, min_train=4, max_train=10, seed=3)
+    other = scan_concept_folders(root, test_per_class=5, min_train=4, max_train=10, seed=4)
+    assert again.train_files == files and other.train_files != files
+    with pytest.raises(TooFewImagesError, match=rf"{WNIDS[1]} .* has 12.*at least 20"):
+        scan_concept_folders(root, test_per_class=5, min_train=15, max_train=20)
+
+
+def test_the_seen_test_set_comes_from_the_validation_folders(tmp_path):
+    from lifelong.data.sources.concept_folders import seen_concepts
+
+    train = _concepts(tmp_path / "train", {w: 8 for w in WNIDS})
+    val = _concepts(tmp_path / "val", {w: 3 for w in WNIDS})
+    splits = seen_concepts(train, val, list(WNIDS))
+    assert len(splits.train_files) == 24 and all(str(train) in f for f in splits.train_files)
+    assert len(splits.test_files) == 9 and all(str(val) in f for f in splits.test_files)
+    assert splits.wnids == tuple(sorted(WNIDS)) and splits.test_labels.tolist() == [0] * 3 + [1] * 3 + [2] * 3
+    loose = tmp_path / "loose"
+    loose.mkdir()
+    (loose / "ILSVRC2012_val_00000001.JPEG").write_bytes(b"x")
+    with pytest.raises(FileNotFoundError, match="loose images: sort the validation images into <wnid>/ folders"):
+        seen_concepts(train, loose, list(WNIDS))
+    (val / WNIDS[2]).rename(tmp_path / "moved")
+    with pytest.raises(TooFewImagesError, match=rf"val/{WNIDS[2]}"):
+        seen_concepts(train, val, list(WNIDS))

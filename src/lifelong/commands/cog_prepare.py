@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lifelong.commands.terminal import note
+from lifelong.concepts.level_files import MAX_TRAIN_IMAGES, MIN_IMAGES, TEST_IMAGES
 
 
 def _cog_mini_folders(data_root: Path | None, levels: list[str] | None = None):
@@ -35,9 +36,9 @@ def _level_files(root: Path, wnids: tuple[str, ...], split: str) -> tuple[list[s
     return files, labels
 
 
-def _folder_groups(data: Path, levels_file: Path | None) -> dict[str, list[str]]:
-    """{level: wnids} of ImageNet-style concept folders: seen = the ImageNet-1K folders present, L1.. from the
-    levels file (our CSV or the authors' pkl)."""
+def _folder_groups(data: Path, levels_file: Path | None, seen_train: Path) -> dict[str, list[str]]:
+    """{level: wnids} of ImageNet-style concept folders: seen = the ImageNet-1K folders present in `seen_train`,
+    L1.. from the levels file (our CSV or the authors' pkl)."""
     from lifelong.concepts.level_files import read_levels_file
     from lifelong.concepts.wnids import imagenet1k
 
@@ -46,14 +47,16 @@ def _folder_groups(data: Path, levels_file: Path | None) -> dict[str, list[str]]
             "--data DIR needs --levels-file FILE (written by `lifelong cog levels`, or the authors' "
             "cog_levels_mapping_file.pkl)"
         )
-    present = {p.name for p in data.iterdir() if p.is_dir()}
+    if not seen_train.is_dir():
+        raise FileNotFoundError(f"--seen-train {str(seen_train)!r} not found")
+    present = {p.name for p in seen_train.iterdir() if p.is_dir()}
     groups = {"seen": sorted(w for w in imagenet1k() if w in present)}
     for number, wnids in enumerate(read_levels_file(levels_file), start=1):
         groups[f"L{number}"] = list(wnids)
     out = {}
     for name, wnids in groups.items():
         if not wnids:
-            note(f"level {name}: no concept folder in {data}; left out")
+            note(f"level {name}: no concept folder in {seen_train if name == 'seen' else data}; left out")
             continue
         out[name] = sorted(wnids)
     return out
@@ -151,6 +154,9 @@ def plan_features(
     *,
     levels_file: Path | None = None,
     split_file: Path | None = None,
+    seen_train: Path | None = None,
+    seen_val: Path | None = None,
+    min_images: int = MIN_IMAGES,
     data_root: Path | None = None,
 ) -> FeaturesPlan:
     """Name the features set of (encoder, data) and list its levels; nothing is extracted yet.
@@ -167,8 +173,11 @@ def plan_features(
 
     stem, encoder_bytes = _encoder_digest(encoder)
     levels: dict[str, Callable[[], dict]] = {}
-    if data == "cog-mini" and (levels_file is not None or split_file is not None):
-        raise ValueError("--levels-file and --split-file go with --data DIR; cog-mini brings its own levels")
+    folder_options = {"--levels-file": levels_file, "--split-file": split_file, "--seen-train": seen_train}
+    folder_options |= {"--seen-val": seen_val}
+    if data == "cog-mini" and any(value is not None for value in folder_options.values()):
+        given = ", ".join(flag for flag, value in folder_options.items() if value is not None)
+        raise ValueError(f"{given} go(es) with --data DIR; cog-mini brings its own levels and splits")
     if data == "cog-mini":
         cog, root = _cog_mini_folders(data_root, levels=[])  # renders (or reads) cog-mini; exports nothing yet
         dataset, identity = "cog-mini", cog.path.name
@@ -178,14 +187,29 @@ def plan_features(
         folder = Path(data)
         if not folder.is_dir():
             raise FileNotFoundError(f"--data {data!r} is neither cog-mini nor a folder of <wnid>/ image folders")
-        groups = _folder_groups(folder, levels_file)
+        if min_images < TEST_IMAGES + 1:
+            raise ValueError(f"--min-images {min_images}: a concept needs its {TEST_IMAGES} test images and 1 more")
+        seen_train = Path(seen_train) if seen_train is not None else folder
+        groups = _folder_groups(folder, levels_file, seen_train)
+        if "seen" in groups and seen_val is None:
+            raise ValueError(
+                f"the seen level ({len(groups['seen'])} ImageNet-1K concepts in {seen_train}) is tested on the "
+                "official validation images: pass --seen-val DIR (<wnid>/ folders of the IN-1K validation set); a "
+                "split of training images would test an encoder on images it may have trained on"
+            )
         dataset = folder.name
         files = [Path(levels_file)] + ([] if split_file is None else [Path(split_file)])
-        digest_identity = f"{folder.resolve()}:" + ":".join(hashlib.sha256(f.read_bytes()).hexdigest() for f in files)
+        digest_identity = ":".join(
+            [str(folder.resolve()), str(seen_train.resolve()), str(Path(seen_val).resolve() if seen_val else "")]
+            + [str(min_images), str(MAX_TRAIN_IMAGES)]
+            + [hashlib.sha256(f.read_bytes()).hexdigest() for f in files]
+        )
         identity = str(folder.resolve())
         for name, wnids in groups.items():
-            listed = split_file if name != "seen" else None  # the split file lists the levels' concepts only
-            levels[name] = functools.partial(_folder_level, folder, wnids, listed)
+            if name == "seen":
+                levels[name] = functools.partial(_seen_level, seen_train, Path(seen_val), wnids)
+            else:
+                levels[name] = functools.partial(_folder_level, folder, wnids, split_file, min_images)
     precision = forward_precision()  # bf16 GPU features and fp32 CPU ones are different sets
     digest = hashlib.sha256(
         encoder_bytes + (identity if data == "cog-mini" else digest_identity).encode() + precision.encode()
@@ -205,16 +229,31 @@ def _cog_mini_level(cog, root: Path, name: str) -> dict:
     return {"wnids": level.wnids, **splits, "similarity": level.similarity.round(6).tolist()}
 
 
-def _folder_level(data: Path, wnids: list[str], split_file: Path | None = None) -> dict:
-    """One level of ImageNet-style concept folders: its concepts' images as the split file lists them, else
-    scanned and split."""
+def _folder_level(data: Path, wnids: list[str], split_file: Path | None, min_images: int) -> dict:
+    """One unseen level of ImageNet-style concept folders: its concepts' images as the split file lists them,
+    else scanned and split: 50 test images and at most 1,300 training images per concept (seeded); a concept with
+    fewer than `min_images` images is an error naming it."""
     from lifelong.concepts.level_files import read_split_file
     from lifelong.data.sources.concept_folders import concepts_from_split_file, scan_concept_folders
 
     if split_file is not None:
         splits = concepts_from_split_file(data, read_split_file(split_file, wnids))
     else:
-        splits = scan_concept_folders(data, wnids=wnids)
+        splits = scan_concept_folders(
+            data,
+            wnids=wnids,
+            test_per_class=TEST_IMAGES,
+            min_train=min_images - TEST_IMAGES,
+            max_train=MAX_TRAIN_IMAGES,
+        )
+    return {"wnids": splits.wnids, "train": splits.split("train"), "test": splits.split("test")}
+
+
+def _seen_level(train_root: Path, val_root: Path, wnids: list[str]) -> dict:
+    """The seen level: training images from the IN-1K train folders, test images from the validation folders."""
+    from lifelong.data.sources.concept_folders import seen_concepts
+
+    splits = seen_concepts(train_root, val_root, wnids)
     return {"wnids": splits.wnids, "train": splits.split("train"), "test": splits.split("test")}
 
 

@@ -25,6 +25,7 @@ from lifelong.core.safe_pickle import UnsafePickleError, load_data_pickle
 MIN_TRAIN_IMAGES = 732
 MAX_TRAIN_IMAGES = 1300
 TEST_IMAGES = 50
+MIN_IMAGES = MIN_TRAIN_IMAGES + TEST_IMAGES  # 782: the paper's count filter and the smallest concept it uses
 PICKLE_MAGIC = (b"\x80", b"(")  # protocol >= 2 starts with PROTO; protocol 0/1 pickles of a list or dict with MARK
 
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from lifelong.concepts.corpus import corpus_with, taxonomy
+from lifelong.concepts.level_files import MIN_IMAGES
 from lifelong.concepts.similarity import SET_SIMILARITIES, ancestor_closure
 from lifelong.concepts.taxonomy import Taxonomy, synset_of
 from lifelong.concepts.wnids import PERSON, ConceptError, check_wnid, cog_exclusions, imagenet1k, imagenet21k
@@ -58,7 +59,7 @@ LEAF_RULES = {
 ORDER_RULES = {"paper": ("ancestor", "eligible"), "supplement": ("parent", "in21k-parent")}
 RELATION_RULES = {"ancestor": ("ancestor", "eligible"), "parent": ("parent", "eligible-parent")}
 PAPER_PER_LEVEL = 1000
-PAPER_MIN_IMAGES = 782
+PAPER_MIN_IMAGES = MIN_IMAGES
 
 
 class EmptyLevelError(ConceptError):

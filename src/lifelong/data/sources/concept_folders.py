@@ -92,6 +92,7 @@ def scan_concept_folders(
     seed: int = 0,
     test_per_class: int = TEST_PER_CLASS,
     min_train: int = 1,
+    max_train: int | None = None,
     wnids: Sequence[str] | None = None,
     known: Collection[str] | str | None = IMAGENET,
 ) -> ConceptSplits:
@@ -100,12 +101,15 @@ def scan_concept_folders(
     `wnids`: the concepts to use (e.g. one level's), each needing a folder; default every sub-folder, each of
     which must be named by a wnid. `known`: wnids accepted (default ImageNet-21K fall 2011 + 1K; None: any
     well-formed wnid). A concept with fewer than `test_per_class + min_train` images is an error naming it.
+    `max_train`: at most this many training images per concept, a seeded choice (ImageNet-CoG: 1,300).
     """
     root = Path(root)
     if not root.is_dir():
         raise FileNotFoundError(f"concept folder root not found: {str(root)!r}; expected root/<wnid>/<image files>")
     if test_per_class < 1 or min_train < 1:
         raise ValueError(f"test_per_class and min_train must be >= 1, got {test_per_class} and {min_train}")
+    if max_train is not None and max_train < min_train:
+        raise ValueError(f"max_train ({max_train}) must be >= min_train ({min_train})")
     folders = _concept_dirs(root, wnids)
     accepted = _known_wnids(known)
     if accepted is not None:
@@ -127,12 +131,14 @@ def scan_concept_folders(
             too_few.append(f"{wnid} ({folder}) has {len(files)}")
             continue
         order = np.random.default_rng(derive_seed(seed, int(wnid[1:]))).permutation(len(files))
-        is_test = np.zeros(len(files), dtype=bool)
-        is_test[order[:test_per_class]] = True
-        test_files.extend(f for f, t in zip(files, is_test, strict=True) if t)
-        train_files.extend(f for f, t in zip(files, is_test, strict=True) if not t)
+        train_end = len(files) if max_train is None else min(len(files), test_per_class + max_train)
+        role = np.zeros(len(files), dtype=np.int8)  # 0: unused, 1: test, 2: train
+        role[order[:test_per_class]] = 1
+        role[order[test_per_class:train_end]] = 2
+        test_files.extend(f for f, r in zip(files, role, strict=True) if r == 1)
+        train_files.extend(f for f, r in zip(files, role, strict=True) if r == 2)
         test_labels.append(np.full(test_per_class, label, dtype=np.int64))
-        train_labels.append(np.full(len(files) - test_per_class, label, dtype=np.int64))
+        train_labels.append(np.full(train_end - test_per_class, label, dtype=np.int64))
     if too_few:
         shown = "; ".join(too_few[:10]) + (f"; and {len(too_few) - 10} more" if len(too_few) > 10 else "")
         raise TooFewImagesError(
@@ -177,6 +183,49 @@ def concepts_from_split_file(
             )
     return ConceptSplits(
         root=root,
+        wnids=wnids,
+        train_files=splits["train"][0],
+        train_labels=np.concatenate(splits["train"][1]) if wnids else np.zeros(0, np.int64),
+        test_files=splits["test"][0],
+        test_labels=np.concatenate(splits["test"][1]) if wnids else np.zeros(0, np.int64),
+        seed=0,
+        test_per_class=0,
+    )
+
+
+def seen_concepts(train_root: str | os.PathLike, val_root: str | os.PathLike, wnids: Sequence[str]) -> ConceptSplits:
+    """ConceptSplits of seen concepts as ImageNet-CoG tests them: every image of `train_root/<wnid>/` for training
+    and every image of `val_root/<wnid>/` (the official validation set, sorted into wnid folders) for testing, never
+    a split of training images an encoder may have trained on. Each concept needs both folders, non-empty."""
+    train_root, val_root = Path(train_root), Path(val_root)
+    for what, root in (("training", train_root), ("validation", val_root)):
+        if not root.is_dir():
+            raise FileNotFoundError(f"seen {what} folder not found: {str(root)!r}")
+    if wnids and not any((val_root / w).is_dir() for w in wnids):
+        loose = any(is_image_file(Path(e)) for e in os.listdir(val_root))
+        hint = (
+            "it holds loose images: sort the validation images into <wnid>/ folders first (the labels come with "
+            "the ILSVRC2012 devkit)"
+            if loose
+            else "expected <wnid>/ folders of validation images"
+        )
+        raise FileNotFoundError(f"the validation folder {str(val_root)!r} has no folder of a seen concept; {hint}")
+    wnids = tuple(sorted(check_wnid(w, "seen concept") for w in wnids))
+    splits: dict[str, tuple[list[str], list[np.ndarray]]] = {"train": ([], []), "test": ([], [])}
+    empty = []
+    for label, wnid in enumerate(wnids):
+        for name, root in (("train", train_root), ("test", val_root)):
+            folder = root / wnid
+            files = _image_files(folder) if folder.is_dir() else []
+            if not files:
+                empty.append(str(folder))
+            splits[name][0].extend(files)
+            splits[name][1].append(np.full(len(files), label, dtype=np.int64))
+    if empty:
+        shown = ", ".join(empty[:5]) + (f" and {len(empty) - 5} more" if len(empty) > 5 else "")
+        raise TooFewImagesError(f"{len(empty)} seen concept folder(s) are missing or hold no image: {shown}")
+    return ConceptSplits(
+        root=train_root,
         wnids=wnids,
         train_files=splits["train"][0],
         train_labels=np.concatenate(splits["train"][1]) if wnids else np.zeros(0, np.int64),
