@@ -90,6 +90,10 @@ def test_seed_and_seeds_pick_protocol_seeds(setup):
     assert result.exit_code == 0, result.output
     runs = sorted(p.name for p in (root / "runs").iterdir() if p.is_dir())
     assert len(runs) == 2 and any("seed45" in r for r in runs) and any("seed77" in r for r in runs)
+    # the interval over the seen level's concepts, from both seeds' saved predictions
+    line = next(x for x in result.output.splitlines() if x.startswith("95% interval over concepts"))
+    low, high = (float(v) for v in line.split("seen [")[1].split("]")[0].split(","))
+    assert 0.0 <= low <= high <= 100.0
     wrong = invoke(args + ["--seed", "23"])
     assert wrong.exit_code == 2 and "--seed 23 is not a protocol seed" in wrong.output
     assert "22, 37, 45, 77, 93" in wrong.output

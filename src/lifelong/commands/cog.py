@@ -239,6 +239,7 @@ def run_command(
         raise fail(exc) from None
     finished_means_exit_0()  # the runs are saved: a late signal ends the command with success, as `lifelong run`
     print_cog_table(results, title=f"ImageNet-CoG top-1 (%), {probe} probe", features=features)
+    print_concept_intervals(results, [spec.folder for spec in specs])
     console.print(f"results: {escape(str(out))} (see `lifelong results {escape(str(out))}`)", soft_wrap=True)
     console.print(f"time: {time.perf_counter() - started:.1f} s")
 
@@ -531,3 +532,14 @@ def print_cog_table(results: list[dict], *, title: str, features: str | None = N
         )
         console.print(f"relative to seen ({header[first]}; mean level top-1 / mean seen top-1): {relative}")
     console.print("std: population std over seeds (divisor n), as the protocol reports it")
+
+
+def print_concept_intervals(results: list[dict], folders: list) -> None:
+    """One line per shots column: each level's 95% bootstrap interval over its concepts (see cog_intervals)."""
+    from lifelong.commands.cog_intervals import level_intervals
+
+    intervals = level_intervals(results, folders)
+    for shots in dict.fromkeys(s for _, s in intervals):
+        label = "all" if shots == "all" else f"{shots}-shot"
+        cells = ", ".join(f"{lv} [{lo:.1f}, {hi:.1f}]" for (lv, s), (lo, hi) in intervals.items() if s == shots)
+        console.print(f"95% interval over concepts (bootstrap, {label}): {cells}", soft_wrap=True)
