@@ -58,7 +58,7 @@ def needs(art: EmojiArt, styles=STYLES) -> None:
 def tiny_options(**changes) -> CogMiniOptions:
     """Three seen concepts and four unseen ones in two levels, a few 32 px images each."""
     concepts = ("n02129604", "n07753592", "n04254680", "n02503517", "n07697100", "n02834778", "n02062744")
-    base = dict(size=32, train_per_concept=6, test_per_concept=3, levels=2, seed=3, concepts=concepts)
+    base = dict(size=32, train_per_concept=6, test_per_concept=3, levels=2, min_level_size=2, seed=3, concepts=concepts)
     return CogMiniOptions(**{**base, **changes})
 
 
@@ -140,6 +140,30 @@ def test_levels_are_ordered_by_similarity_to_the_seen_concepts(wordnet):
         farther = [s for _, s in plan[f"L{k + 1}"]]
         assert min(closer) >= max(farther)
         assert closer == sorted(closer, reverse=True)
+
+
+def test_levels_follow_the_papers_candidate_rules_against_cog_minis_seen_set(wordnet):
+    from lifelong.concepts import ConceptError, corpus_with, taxonomy
+    from lifelong.concepts.wnids import imagenet21k
+
+    mapping = read_mapping()
+    plan, notes = plan_levels(mapping)
+    unseen = [c.wnid for name, members in plan.items() if name != "seen" for c, _ in members]
+    seen = [c.wnid for c, _ in plan["seen"]]
+    assert len(plan) == 6 and all(len(plan[f"L{k}"]) >= 30 for k in range(1, 6))
+    assert set(unseen) <= set(imagenet21k())  # candidates are ImageNet-21K concepts only
+    tax = taxonomy(corpus_with(("cog-mini", [c.wnid for c in mapping]))[0])
+    ancestors = {w: {tax.wnids[j] for j in tax.ancestors[tax.index[w]].indices} - {w} for w in seen + unseen}
+    above_seen = set().union(*(ancestors[w] for w in seen))
+    assert not above_seen & set(unseen)  # no ancestor of a seen concept (e.g. bus above school bus)
+    assert not any(ancestors[w] & set(unseen) for w in unseen)  # leaves only
+    assert "n02924116" in {c.wnid for c in mapping} and "n02924116" not in unseen
+    assert any("seen-ancestors filter removed" in n for n in notes) and any("not ImageNet-21K" in n for n in notes)
+    few = tuple(seen[:3] + unseen[:100])
+    three, notes = plan_levels(mapping, levels=5, concepts=few)
+    assert len(three) == 4 and any("3 levels instead" in n for n in notes)
+    with pytest.raises(ConceptError, match="cannot fill 3 levels of at least 30"):
+        plan_levels(mapping, levels=5, concepts=tuple(seen[:3] + unseen[:50]))
 
 
 def test_tiny_build_is_seeded_and_keeps_train_and_test_styles_apart(wordnet, art):

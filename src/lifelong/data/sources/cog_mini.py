@@ -34,9 +34,10 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from lifelong.concepts import ConceptError, corpus_with, cut_levels, imagenet1k, taxonomy
+from lifelong.concepts import ConceptError, LevelSpec, corpus_with, cut_levels, imagenet1k, taxonomy
+from lifelong.concepts.levels import filter_concepts
 from lifelong.concepts.similarity import SET_SIMILARITIES
-from lifelong.concepts.wnids import check_wnid
+from lifelong.concepts.wnids import check_wnid, imagenet21k
 from lifelong.core.files import atomic_write_bytes
 from lifelong.core.progress import progress_bar
 from lifelong.core.tasks import TaskKind
@@ -46,7 +47,10 @@ from lifelong.data.sources.emoji_art import STYLES, EmojiArt, art_cache_key, che
 
 MAPPING_FILE = "cog_mini_emoji.csv"
 MAPPING_COLUMNS = ("emoji", "codepoints", "emoji_name", "wnid", "synset_name", "note")
-CACHE_VERSION = "1"
+CACHE_VERSION = "2"  # 2: levels under the paper's candidate filters (IN-21K only, seen ancestors, leaves)
+MIN_LEVEL_SIZE = 30  # the smallest level cog-mini cuts; with fewer concepts per level it falls back to 3 levels
+FALLBACK_LEVELS = 3
+CANDIDATE_FILTERS = "seen,seen-ancestors,person,manual,leaves"  # the paper's main text, no image counts
 SPLIT_CODE = {"train": 0, "test": 1}
 
 
@@ -65,8 +69,9 @@ class EmojiConcept:
 @dataclass(frozen=True)
 class CogMiniOptions:
     """What to build. `concepts`: a subset of the mapping's wnids (None: all). `train_styles`: None = every style
-    outside `test_style`'s family. Augmentation: crop area fraction range, max rotation (degrees), flip probability,
-    colour jitter strength (brightness/contrast/saturation factors in [1 - j, 1 + j]) and max hue shift (turns)."""
+    outside `test_style`'s family. `levels` levels of at least `min_level_size` unseen concepts (else 3).
+    Augmentation: crop area fraction range, max rotation (degrees), flip probability, colour jitter strength
+    (brightness/contrast/saturation factors in [1 - j, 1 + j]) and max hue shift (turns)."""
 
     size: int = 64
     train_per_concept: int = 64
@@ -74,6 +79,7 @@ class CogMiniOptions:
     test_style: str = "twemoji"
     train_styles: tuple[str, ...] | None = None
     levels: int = 5
+    min_level_size: int = MIN_LEVEL_SIZE
     seed: int = 0
     concepts: tuple[str, ...] | None = None
     crop_scale: tuple[float, float] = (0.55, 1.0)
@@ -85,7 +91,7 @@ class CogMiniOptions:
     def __post_init__(self) -> None:
         if self.size < 16:
             raise ValueError(f"size is {self.size}; give an image side of at least 16 pixels")
-        for name in ("train_per_concept", "test_per_concept", "levels"):
+        for name in ("train_per_concept", "test_per_concept", "levels", "min_level_size"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} is {getattr(self, name)}; give at least 1")
         low, high = self.crop_scale
@@ -178,9 +184,19 @@ def parse_mapping(text: str, where: str) -> list[EmojiConcept]:
 
 
 def plan_levels(
-    mapping: list[EmojiConcept], levels: int = 5, concepts: tuple[str, ...] | None = None
+    mapping: list[EmojiConcept],
+    levels: int = 5,
+    concepts: tuple[str, ...] | None = None,
+    *,
+    min_level_size: int = MIN_LEVEL_SIZE,
 ) -> tuple[dict[str, list[tuple[EmojiConcept, float]]], list[str]]:
-    """({level name: [(concept, similarity to seen)]}, notes): seen first, then L1 (most similar) .. L`levels`."""
+    """({level name: [(concept, similarity to seen)]}, notes): seen first, then L1 (most similar) .. Ln.
+
+    The unseen candidates go through the paper's rules against cog-mini's seen set before ranking: only ImageNet-21K
+    fall 2011 concepts, no ancestor of a seen concept, no person, none of the manual exclusions, and only the leaves
+    of what remains (`concepts.filter_concepts`, main-text rules). `levels` levels are cut when each gets at least
+    `min_level_size` concepts, else 3 (with a note), else an error.
+    """
     by_wnid = {c.wnid: c for c in mapping}
     chosen = list(by_wnid) if concepts is None else list(dict.fromkeys(concepts))
     unknown = [w for w in chosen if w not in by_wnid]
@@ -188,10 +204,22 @@ def plan_levels(
         raise ConceptError(f"concept(s) {unknown[:5]} are not in the cog-mini mapping; pick wnids from {MAPPING_FILE}")
     in1k = set(imagenet1k())
     seen = sorted(w for w in chosen if w in in1k)
-    unseen = sorted(w for w in chosen if w not in in1k)
     if not seen:
         raise ConceptError("no chosen concept is an ImageNet-1K class, so the seen set is empty; add some")
     corpus, notes = corpus_with(("cog-mini", [c.wnid for c in mapping]))  # one corpus for every subset
+    in21k = set(imagenet21k())
+    outside = sorted(w for w in chosen if w not in in1k and w not in in21k)
+    candidates = sorted(w for w in chosen if w not in in1k and w in in21k)
+    if outside:
+        notes.append(f"{len(outside)} unseen concept(s) are not ImageNet-21K concepts and are left out")
+    unseen: list[str] = []
+    if candidates:
+        found = filter_concepts(LevelSpec(seen=seen, candidates=candidates, order=CANDIDATE_FILTERS))
+        unseen = sorted(found.taxonomy.wnids[i] for i in found.eligible)
+        for step in found.steps[1:]:
+            if step.removed:
+                notes.append(f"the {step.name} filter removed {step.removed} unseen concept(s) ({step.description})")
+    levels = _level_count(len(unseen), levels, min_level_size, notes)
     tax = taxonomy(corpus)
     scores = SET_SIMILARITIES["lin"](tax, tax.indices(unseen, "unseen concept"), tax.indices(seen, "seen concept"))
     order = sorted(range(len(unseen)), key=lambda i: (-scores[i], unseen[i]))
@@ -205,6 +233,27 @@ def plan_levels(
     if gaps:
         notes.append(f"{len(gaps)} unseen concept(s) fall in the gaps between levels and are left out: {gaps}")
     return plan, notes
+
+
+def _plan(options: CogMiniOptions, mapping: list[EmojiConcept]):
+    """`plan_levels` with the options' level count, concepts and minimum level size."""
+    return plan_levels(mapping, options.levels, options.concepts, min_level_size=options.min_level_size)
+
+
+def _level_count(eligible: int, levels: int, min_size: int, notes: list[str]) -> int:
+    """`levels` if each level gets `min_size` concepts, else FALLBACK_LEVELS (noted), else a ConceptError."""
+    if eligible >= levels * min_size:
+        return levels
+    if levels > FALLBACK_LEVELS and eligible >= FALLBACK_LEVELS * min_size:
+        notes.append(
+            f"{eligible} eligible unseen concepts cannot fill {levels} levels of at least {min_size}: "
+            f"{FALLBACK_LEVELS} levels instead"
+        )
+        return FALLBACK_LEVELS
+    raise ConceptError(
+        f"{eligible} eligible unseen concept(s) cannot fill {min(levels, FALLBACK_LEVELS)} levels of at least "
+        f"{min_size}; choose more concepts or lower min_level_size"
+    )
 
 
 def augment(source: Image.Image, rng: np.random.Generator, options: CogMiniOptions) -> np.ndarray:
@@ -306,7 +355,7 @@ def build_cog_mini(
     options = options or CogMiniOptions()
     art = art or EmojiArt()
     art.require(sum(options.styles(), ()))
-    plan, notes = plan_levels(mapping or read_mapping(), options.levels, options.concepts)
+    plan, notes = _plan(options, mapping or read_mapping())
     total = sum(len(m) for m in plan.values())
     with progress_bar(progress, total, description="cog-mini: rendering") as advance:
         levels = {name: build_level(name, members, art, options, advance) for name, members in plan.items()}
@@ -364,7 +413,7 @@ def load_cog_mini(
         levels = {m["name"]: _read_level(folder / f"{m['name']}.npz", m) for m in manifest["levels"]}
         return CogMini(levels, options, manifest["notes"], folder)
     started = time.perf_counter()
-    plan, notes = plan_levels(parse_mapping(mapping_text, MAPPING_FILE), options.levels, options.concepts)
+    plan, notes = _plan(options, parse_mapping(mapping_text, MAPPING_FILE))
     levels = {}
     total = sum(len(m) for m in plan.values())
     with progress_bar(progress, total, description="cog-mini: rendering") as advance:
