@@ -131,22 +131,9 @@ def levels_command(
             raise ValueError("give --out FILE.csv to build levels, or --compare FILE to compare a levels file")
         if as_json and compare is None:
             raise ValueError("--json goes with --compare FILE")
-        if compare is not None:
-            if counts is not None or images is not None:
-                raise ValueError("--compare ignores image counts; leave out --counts and --images")
-            spec = LevelSpec(
-                seen=read_wnids(seen) if seen else None,
-                candidates=read_wnids(candidates) if candidates else None,
-                exclusions=read_wnids(exclusions) if exclusions else None,
-                order=order,
-                relation=relation,
-                seen_rule=seen_rule,
-                leaf_rule=leaf_rule,
-                similarity=similarity,
-            )
-            run_comparison(compare, spec, wordnet, as_json)
-            return
-        if out.exists() and not overwrite:
+        if compare is not None and (counts is not None or images is not None):
+            raise ValueError("--compare ignores image counts; leave out --counts and --images")
+        if out is not None and out.exists() and not overwrite:
             raise ValueError(f"{out} exists; pass --overwrite to replace it, or --out to write elsewhere")
         if counts is not None and images is not None:
             raise ConceptError("give image counts either as --counts FILE or as --images DIR, not both")
@@ -170,6 +157,9 @@ def levels_command(
             levels=levels,
             per_level=per_level,
         )
+        if compare is not None:
+            run_comparison(compare, spec, wordnet, as_json)
+            return
         result = build_levels(spec, wordnet=wordnet)
     except (FileNotFoundError, ValueError) as exc:
         raise fail(exc) from None

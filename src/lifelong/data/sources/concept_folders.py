@@ -181,16 +181,7 @@ def concepts_from_split_file(
                 f"{len(missing)} image(s) the split file lists are not under {str(root)!r}, e.g. "
                 f"{', '.join(missing[:3])}; pass the folder that holds the <wnid>/ image folders"
             )
-    return ConceptSplits(
-        root=root,
-        wnids=wnids,
-        train_files=splits["train"][0],
-        train_labels=np.concatenate(splits["train"][1]) if wnids else np.zeros(0, np.int64),
-        test_files=splits["test"][0],
-        test_labels=np.concatenate(splits["test"][1]) if wnids else np.zeros(0, np.int64),
-        seed=0,
-        test_per_class=0,
-    )
+    return _listed_splits(root, wnids, splits)
 
 
 def seen_concepts(train_root: str | os.PathLike, val_root: str | os.PathLike, wnids: Sequence[str]) -> ConceptSplits:
@@ -224,13 +215,19 @@ def seen_concepts(train_root: str | os.PathLike, val_root: str | os.PathLike, wn
     if empty:
         shown = ", ".join(empty[:5]) + (f" and {len(empty) - 5} more" if len(empty) > 5 else "")
         raise TooFewImagesError(f"{len(empty)} seen concept folder(s) are missing or hold no image: {shown}")
+    return _listed_splits(train_root, wnids, splits)
+
+
+def _listed_splits(root: Path, wnids: tuple[str, ...], splits: dict[str, tuple[list[str], list[np.ndarray]]]):
+    """ConceptSplits of given file lists ({"train"/"test": (files, per-concept label arrays)}): no seeded split."""
+    labels = {name: np.concatenate(parts) if parts else np.zeros(0, np.int64) for name, (_, parts) in splits.items()}
     return ConceptSplits(
-        root=train_root,
+        root=root,
         wnids=wnids,
         train_files=splits["train"][0],
-        train_labels=np.concatenate(splits["train"][1]) if wnids else np.zeros(0, np.int64),
+        train_labels=labels["train"],
         test_files=splits["test"][0],
-        test_labels=np.concatenate(splits["test"][1]) if wnids else np.zeros(0, np.int64),
+        test_labels=labels["test"],
         seed=0,
         test_per_class=0,
     )
