@@ -19,11 +19,15 @@ from lifelong.suites.cog import (
 )
 
 
-def write_features_set(folder, levels=("seen", "L1", "L2"), classes=4, train=20, test=6, dim=8, seed=0):
+def write_features_set(
+    folder, levels=("seen", "L1", "L2"), classes=4, train=20, test=6, dim=8, seed=0, seen_classes=None
+):
     """A features set laid out as `lifelong cog run` writes it: separability falls level by level."""
     rng = np.random.default_rng(seed)
     index = {"format": FORMAT, "dataset": "cog-mini", "encoder": {"name": "toy"}, "levels": []}
+    all_classes = classes
     for number, level in enumerate(levels):
+        classes = seen_classes if level == "seen" and seen_classes else all_classes
         centres = rng.normal(size=(classes, dim)) * (3.0 / (1 + number))
         for split, per in (("train", train), ("test", test)):
             labels = np.repeat(np.arange(classes), per)
@@ -79,3 +83,36 @@ def test_errors_say_what_to_do(tmp_path):
     np.save(folder / "L2" / "train" / "labels.npy", np.zeros(5, np.int64))
     with pytest.raises(CogFeaturesError, match=r"level 'L2'.*has 80 rows but .*labels.npy has 5 labels"):
         cog_stream(str(folder), levels="2").splits(0)
+
+
+def test_the_seen_level_is_probed_as_seeded_draws_of_a_levels_size(tmp_path):
+    from lifelong.suites.cog import base_level
+
+    folder = write_features_set(tmp_path / "set", seen_classes=10)
+    stream = cog_stream(str(folder), levels="seen,1")
+    names = [t.key.uid for t in stream.tasks]
+    assert names == [f"cog-seen-d{k}-all" for k in range(1, 6)] + ["cog-L1-all"]
+    index = json.loads((folder / INDEX_FILE).read_text())
+    seen_wnids = index["levels"][0]["wnids"]
+    all_train = np.load(folder / "seen" / "train" / "labels.npy")
+    all_x = np.load(folder / "seen" / "train" / "features.npy")
+    draws = []
+    for task_index in range(5):
+        key = stream.tasks[task_index].key
+        assert key.num_classes == 4 and list(key.class_names) == sorted(key.class_names)
+        chosen = [seen_wnids.index(w) for w in key.class_names]
+        splits = stream.splits(task_index)
+        assert sorted(set(splits.train.labels().tolist())) == [0, 1, 2, 3] and len(splits.test) == 4 * 6
+        expected_rows = np.flatnonzero(np.isin(all_train, chosen))
+        assert np.array_equal(np.asarray(splits.train.images), all_x[expected_rows])  # the drawn concepts' rows
+        assert np.array_equal(np.array(chosen)[splits.train.labels()], all_train[expected_rows])  # renumbered
+        draws.append(tuple(key.class_names))
+        assert base_level(split_task_name(key.uid)[0]) == "seen"
+    assert len(set(draws)) > 1  # the draws differ, and are the same for another run of the stream
+    assert [t.key.class_names for t in cog_stream(str(folder), levels="seen").tasks] == draws
+    whole = cog_stream(str(folder), levels="seen", seen_draws=0)
+    assert [t.key.uid for t in whole.tasks] == ["cog-seen-all"] and whole.tasks[0].key.num_classes == 10
+    same_size = write_features_set(tmp_path / "same")  # the seen set is no larger than a level: no draws
+    assert [t.key.uid for t in cog_stream(str(same_size), levels="seen").tasks] == ["cog-seen-all"]
+    with pytest.raises(ValueError, match="seen_draws is -1"):
+        cog_stream(str(folder), levels="seen", seen_draws=-1)

@@ -25,6 +25,7 @@ from lifelong.commands.device_options import (
 )
 from lifelong.commands.outputs import OverwriteOption, ResumeOption
 from lifelong.commands.terminal import console, fail
+from lifelong.suites.cog import SEEN_DRAWS
 
 cog_app = typer.Typer(help="ImageNet-CoG: concept generalization levels built from WordNet.", no_args_is_help=True)
 
@@ -133,6 +134,15 @@ def run_command(
         int | None, typer.Option("--seeds", metavar="K", min=1, max=5, help=SEEDS_HELP, show_default=False)
     ] = None,
     probe: Annotated[str, typer.Option("--probe", metavar="fast|reference", help="Probe recipe.")] = "fast",
+    seen_draws: Annotated[
+        int,
+        typer.Option(
+            "--seen-draws",
+            metavar="K",
+            min=0,
+            help="Probe the seen level as K seeded draws of as many concepts as the largest level (0: all of it).",
+        ),
+    ] = SEEN_DRAWS,
     out: Annotated[Path, typer.Option("--out", metavar="DIR", help="Results folder (one run folder per run).")] = Path(
         "runs"
     ),
@@ -207,6 +217,7 @@ def run_command(
         common = dict(
             seeds=chosen_seeds,
             probe=probe,
+            seen_draws=seen_draws,
             out=out,
             resume=resume,
             overwrite=overwrite,
@@ -335,6 +346,7 @@ def cog_run_specs(
     threads: int,
     progress: bool,
     accelerator: dict | None = None,
+    seen_draws: int = SEEN_DRAWS,
 ) -> list:
     """One RunSpec per (level, shots, seed): the fan-out unit (its own run folder, checkpoint and resume).
 
@@ -363,6 +375,7 @@ def cog_run_specs(
         threads=threads,
         progress=progress,
         accelerator=accelerator,
+        seen_draws=seen_draws,
     )
 
 
@@ -381,10 +394,11 @@ def _specs(
     threads: int,
     progress: bool,
     accelerator: dict | None = None,
+    seen_draws: int = SEEN_DRAWS,
 ) -> list:
     """The RunSpecs of checked levels, shot counts and seeds (reads nothing: run ids are known before extraction)."""
     from lifelong.commands.runner import RunSpec
-    from lifelong.suites.cog import ALL
+    from lifelong.suites.cog import ALL, SEEN
 
     stream = "cog-mini" if data == "cog-mini" else "cog"
     return [
@@ -400,7 +414,8 @@ def _specs(
             progress=progress,
             threads=threads,
             data_root=str(data_root) if data_root else None,
-            stream_options={"features": features, "levels": level, "shots": ALL if count is None else str(count)},
+            stream_options={"features": features, "levels": level, "shots": ALL if count is None else str(count)}
+            | ({"seen_draws": str(seen_draws)} if level == SEEN and seen_draws != SEEN_DRAWS else {}),
             **(accelerator or {}),
         )
         for level in levels
@@ -466,15 +481,16 @@ def run_cog_specs(
 
 
 def cog_top1(results: list[dict]) -> dict[tuple[str, str], list[float]]:
-    """{(level, shots): [test top-1 % per seed]} from run summaries' predict records."""
-    from lifelong.suites.cog import split_task_name
+    """{(level, shots): [test top-1 % per seed (and per draw of the seen concepts)]} from run summaries' predict
+    records."""
+    from lifelong.suites.cog import base_level, split_task_name
 
     table: dict[tuple[str, str], list[float]] = {}
     for result in results:
         for record in result["records"]:
             if record["type"] == "predict" and record.get("error") is not None:
                 level, shots = split_task_name(record["task"])
-                table.setdefault((level, shots), []).append(100.0 * (1.0 - float(record["error"])))
+                table.setdefault((base_level(level), shots), []).append(100.0 * (1.0 - float(record["error"])))
     return table
 
 
@@ -532,6 +548,18 @@ def print_cog_table(results: list[dict], *, title: str, features: str | None = N
         )
         console.print(f"relative to seen ({header[first]}; mean level top-1 / mean seen top-1): {relative}")
     console.print("std: population std over seeds (divisor n), as the protocol reports it")
+    draws = {
+        (r["task"], r.get("num_classes"))
+        for result in results
+        for r in result["records"]
+        if r["type"] == "predict" and r["task"].startswith("cog-seen-d")
+    }
+    if draws:
+        tasks = {task.rsplit("-", 1)[0] for task, _ in draws}
+        console.print(
+            f"seen: {len(tasks)} seeded draws of as many seen concepts as the largest level, pooled with the seeds "
+            "(--seen-draws 0: the whole seen set)"
+        )
 
 
 def print_concept_intervals(results: list[dict], folders: list) -> None:

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from lifelong.core.datasets import ArrayDataset
+from lifelong.core.seeds import derive_seed
 from lifelong.core.streams import Stream, StreamTask, TaskSplits
 from lifelong.core.suggest import did_you_mean
 from lifelong.core.tasks import TaskKey, TaskKind
@@ -35,6 +36,9 @@ INDEX_FILE = "cog.json"
 FEATURES_DIR = "cog-features"  # features sets named (not given as paths) live in <data root>/cog-features/<name>
 SPLITS = ("train", "test")
 ALL = "all"
+SEEN = "seen"
+SEEN_DRAWS = 5  # seeded draws of the seen concepts, each as many as the largest unseen level (0: the whole set)
+_DRAW_TAG = 7919  # derive_seed tag of the seen draws
 
 
 class CogFeaturesError(FileNotFoundError):
@@ -154,8 +158,14 @@ def cog_stream(
     data_root: str | os.PathLike | None = None,
     eval_split: str = "test",
     name: str = "cog",
+    seen_draws: int | str = SEEN_DRAWS,
 ) -> Stream:
-    """The CoG stream of a features set: tasks level by level (in the set's order), each level with every `shots`."""
+    """The CoG stream of a features set: tasks level by level (in the set's order), each level with every `shots`.
+
+    The seen level, when it holds more concepts than the set's largest unseen level, is probed as `seen_draws`
+    seeded draws of that many concepts (tasks cog-seen-d1-all, ...), so that seen and levels are compared at the
+    same number of classes; `seen_draws=0` probes the whole seen set.
+    """
     if features is None:
         raise CogFeaturesError(
             f"stream {name!r} needs a features set: run `lifelong cog run --encoder FILE` (it extracts features and "
@@ -170,14 +180,24 @@ def cog_stream(
     except ValueError as exc:
         raise ValueError(f"{exc} (the set's levels; `lifelong cog run --levels` extracts others)") from None
     counts = parse_shots(shots)
+    draws = _seen_draws(by_name, int(seen_draws)) if SEEN in chosen else {}
     for level in chosen:
-        wnids = tuple(by_name[level]["wnids"])
-        for count in counts:
-            meta = {"suite": "cog", "level": level, "shots": count, "features": str(folder)}
-            key = TaskKey(
-                task_name(level, count), TaskKind.MULTI_CLASS, len(wnids), wnids, domain="object", metadata=meta
-            )
-            tasks.append(StreamTask(key, _loader(folder, level, key), source=f"{folder}/{level}"))
+        groups = draws if level == SEEN and draws else {level: None}
+        for task_level, chosen_labels in groups.items():
+            all_wnids = tuple(by_name[level]["wnids"])
+            wnids = all_wnids if chosen_labels is None else tuple(all_wnids[i] for i in chosen_labels)
+            for count in counts:
+                meta = {"suite": "cog", "level": task_level, "shots": count, "features": str(folder)}
+                key = TaskKey(
+                    task_name(task_level, count),
+                    TaskKind.MULTI_CLASS,
+                    len(wnids),
+                    wnids,
+                    domain="object",
+                    metadata=meta,
+                )
+                loader = _loader(folder, level, key, chosen_labels)
+                tasks.append(StreamTask(key, loader, source=f"{folder}/{level}"))
     metadata = {
         "suite": "cog",
         "dataset": index.get("dataset"),
@@ -190,10 +210,29 @@ def cog_stream(
     return Stream(label, tasks, eval_split=eval_split, metadata=metadata)
 
 
-def _loader(folder: Path, level: str, key: TaskKey):
+def _seen_draws(by_name: dict[str, dict], draws: int) -> dict[str, np.ndarray]:
+    """{'seen-d1': label indices, ...}: `draws` seeded draws (sorted labels) of as many seen concepts as the
+    largest unseen level; empty when there is no need (no draw asked, or the seen set is not larger)."""
+    if draws < 0:
+        raise ValueError(f"seen_draws is {draws}; give 0 (the whole seen set) or a number of draws")
+    seen = len(by_name[SEEN]["wnids"])
+    sizes = [len(level["wnids"]) for name, level in by_name.items() if name != SEEN]
+    size = max(sizes, default=seen)
+    if draws == 0 or size >= seen:
+        return {}
+    return {
+        f"{SEEN}-d{k}": np.sort(np.random.default_rng(derive_seed(_DRAW_TAG, k)).choice(seen, size, replace=False))
+        for k in range(1, draws + 1)
+    }
+
+
+def _loader(folder: Path, level: str, key: TaskKey, chosen_labels: np.ndarray | None = None):
     def load() -> TaskSplits:
         train_x, train_y = read_split(folder, level, "train")
         test_x, test_y = read_split(folder, level, "test")
+        if chosen_labels is not None:  # a draw of the level's concepts: their rows, labels renumbered 0..k-1
+            train_x, train_y = _only(train_x, train_y, chosen_labels)
+            test_x, test_y = _only(test_x, test_y, chosen_labels)
         if train_x.shape[1] != test_x.shape[1]:
             raise CogFeaturesError(
                 f"level {level!r}: train features are {train_x.shape[1]}-d, test {test_x.shape[1]}-d"
@@ -210,6 +249,12 @@ def _loader(folder: Path, level: str, key: TaskKey):
     return load
 
 
+def _only(features: np.ndarray, labels: np.ndarray, chosen: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The rows whose label is in `chosen` (sorted), labels renumbered to their position in `chosen`."""
+    rows = np.flatnonzero(np.isin(labels, chosen))
+    return features[rows], np.searchsorted(chosen, labels[rows]).astype(np.int64)
+
+
 def cog(features=None, data_root=None, eval_split="test", skip_corrupt=None, allow_missing=None, **options) -> Stream:
     """ImageNet-CoG probe tasks over a features set (-s features=NAME|DIR, levels=seen,1,2, shots=all,1,8)"""
     return cog_stream(features, data_root=data_root, eval_split=eval_split, **options)
@@ -224,6 +269,12 @@ def cog_mini(features=None, data_root=None, eval_split="test", skip_corrupt=None
             f"features set {features!r} was extracted from {dataset!r}, not cog-mini: use --stream cog"
         )
     return stream
+
+
+def base_level(level: str) -> str:
+    """The level a task level belongs to: 'seen-d3' (a draw of the seen concepts) -> 'seen'; others unchanged."""
+    stem, _, draw = level.rpartition("-d")
+    return stem if stem == SEEN and draw.isdigit() else level
 
 
 def split_task_name(name: str) -> tuple[str, str]:
