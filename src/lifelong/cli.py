@@ -411,6 +411,9 @@ def report_command(
     run_dirs: list[Path] = typer.Argument(..., help="Run folders (runs/<run id>) to compare, or their parent."),
     out: Path = typer.Option(Path("report"), "--out", help="Folder for index.html and its figures."),
     reference: str = typer.Option(None, "--reference", help="Run id or learner for regret (default: independent)."),
+    cog_baseline: str = typer.Option(
+        None, "--cog-baseline", metavar="ENCODER", help="CoG: show encoders relative to this one (its features set)."
+    ),
 ) -> None:
     """An HTML report comparing runs: an index and one page per system (task streams, CLEAR, CoG, facts)."""
     from lifelong.commands.terminal import note
@@ -424,7 +427,7 @@ def report_command(
         if not folders:
             given = ", ".join(map(str, run_dirs))
             raise FileNotFoundError(f"no run in {given}; give folders written by `lifelong run`, or their parent")
-        page = write_report(folders, out, reference=reference)
+        page = write_report(folders, out, reference=reference, cog_baseline=cog_baseline)
     except (FileNotFoundError, ValueError) as exc:
         raise fail(exc) from None
     console.print(f"report: {page}", soft_wrap=True, highlight=False)

@@ -89,3 +89,27 @@ def test_shots_above_what_a_level_gives_fail_before_any_run(root):
     with pytest.raises(ValueError, match=r"--shots 17 is more than level 'seen' can give: concept n0000000\d has 16"):
         specs_for(root, shots="all,17")
     assert not (root / "runs").exists()
+
+
+def test_report_shows_levels_relative_to_a_baseline_encoder_with_intervals(root):
+    write_features_set(root / "data" / "cog-features" / "other", seen_classes=10, seed=5)
+    folders = []
+    for features in ("toy", "other"):
+        options = dict(levels=None, shots="all", seeds=2, probe="fast", out=root / "runs", resume=False)
+        options |= dict(overwrite=False, data_root=root / "data", threads=1, progress=False)
+        specs = cog_run_specs(features, "cog-mini", **options)
+        run_cog_specs(specs)
+        folders += [s.folder for s in specs]
+    write_report(folders, root / "report", cog_baseline="toy")
+    page = (root / "report" / "cog.html").read_text()
+    assert "Relative to toy" in page and "seen-d1" not in page  # the seen draws pooled into one column
+    table = page.split("Relative to toy")[1].split("</table>")[0]
+    assert "<td>other</td>" in table and "<td>toy</td>" not in table
+    assert sum(cell.startswith(("+", "-")) for cell in table.replace('<td class="num">', "\n").split("\n")) == 3
+    absolute = page.split("<h2>Absolute</h2>")[1].split("</table>")[0]
+    assert absolute.count(" [") >= 6  # every cell carries its interval over concepts
+    with pytest.raises(ValueError, match="names no encoder; the CoG runs' encoders: other, toy"):
+        write_report(folders, root / "report2", cog_baseline="nothing")
+    cli = CliRunner().invoke(app, ["report", str(root / "runs"), "--out", str(root / "r3"), "--cog-baseline", "oth"])
+    assert cli.exit_code == 0, cli.output
+    assert "Relative to other" in (root / "r3" / "cog.html").read_text()

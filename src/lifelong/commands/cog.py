@@ -564,7 +564,7 @@ def print_cog_table(results: list[dict], *, title: str, features: str | None = N
 
 def print_concept_intervals(results: list[dict], folders: list) -> None:
     """One line per shots column: each level's 95% bootstrap interval over its concepts (see cog_intervals)."""
-    from lifelong.commands.cog_intervals import level_intervals
+    from lifelong.results.cog_intervals import level_intervals
 
     intervals = level_intervals(results, folders)
     for shots in dict.fromkeys(s for _, s in intervals):

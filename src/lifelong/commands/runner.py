@@ -26,7 +26,7 @@ from lifelong.metrics.stream import default_metrics
 from lifelong.report.plots import plot_accuracy_matrix, plot_run
 from lifelong.results.ids import run_id
 from lifelong.results.lock import LOCK_FILE, run_folder_lock
-from lifelong.results.store import ResultsDB, RunFolder
+from lifelong.results.store import PREDICTIONS_DIR, ResultsDB, RunFolder, predictions_file
 from lifelong.run.checkpoint import CheckpointStore
 from lifelong.run.environment import run
 from lifelong.suites import classify_stream, get_stream
@@ -34,7 +34,6 @@ from lifelong.training.devices import Accelerator, use_accelerator
 from lifelong.training.loop import set_torch_threads
 
 CHECKPOINT_FILE = "checkpoint.pkl"
-PREDICTIONS_DIR = "predictions"
 
 
 @dataclass(frozen=True)
@@ -170,8 +169,7 @@ def _execute_held(spec: RunSpec, stream: Stream, learner: Any, run_metrics: list
         """predictions/event<index>-<task>.npz: the raw test scores (float32) and labels, as the reference keeps."""
         buffer = io.BytesIO()
         np.savez(buffer, scores=scores.astype(np.float32), labels=labels)  # float scores barely compress
-        name = f"event{record['event']:04d}-{record['task']}.npz"
-        atomic_write_bytes(folder_path / PREDICTIONS_DIR / name, buffer.getvalue())
+        atomic_write_bytes(folder_path / PREDICTIONS_DIR / predictions_file(record), buffer.getvalue())
 
     try:
         result = run(

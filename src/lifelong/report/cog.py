@@ -1,8 +1,11 @@
-"""The ImageNet-CoG page of the HTML report: top-1 per level per encoder, relative to seen, and few-shot curves.
+"""The ImageNet-CoG page of the HTML report: top-1 per level per encoder with its interval over concepts, relative
+to a baseline encoder (the paper's main view) and to seen, and few-shot curves.
 
 CoG runs are runs of the `cog` or `cog-mini` stream (one probe task per level and shots). Each encoder is named by
 the run's features set; values are test top-1 = 100 x (1 - error) of the predict records, mean and population std
-over the runs' seeds. Relative accuracy = mean level top-1 / mean seen top-1 x 100, for the same encoder and shots.
+over the runs' seeds (the seen level's draws pooled with them). Relative to seen = mean level top-1 / mean seen
+top-1 x 100; relative to the baseline = mean level top-1 - the baseline encoder's, in points, per level and shots.
+Intervals: 95% bootstrap over each level's concepts (`lifelong.results.cog_intervals`).
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ from lifelong.report.plots import new_figure, outside_legend, save_png, wrap_lab
 from lifelong.report.runs import Run, legend_rows
 from lifelong.report.systems import COG, SYSTEMS, is_cog_run
 from lifelong.results import RunData
-from lifelong.suites.cog import split_task_name
+from lifelong.results.cog_intervals import level_intervals
+from lifelong.suites.cog import base_level, split_task_name
 
 PAGE = SYSTEMS[COG].page
 TEMPLATE = "cog.html.j2"
@@ -43,16 +47,60 @@ def cog_values(runs: Sequence[RunData]) -> dict[tuple[str, str, str, str], list[
         for record in data.records:
             if record.get("type") == "predict" and record.get("error") is not None:
                 level, shots = split_task_name(str(record["task"]))
-                values.setdefault((encoder, probe, level, shots), []).append(100.0 * (1.0 - float(record["error"])))
+                key = (encoder, probe, base_level(level), shots)
+                values.setdefault(key, []).append(100.0 * (1.0 - float(record["error"])))
     return values
+
+
+def cog_intervals(runs: Sequence[RunData]) -> dict[tuple[str, str, str, str], tuple[float, float]]:
+    """{(encoder, probe, level, shots): (low, high) %}: 95% bootstrap intervals over concepts, per encoder."""
+    groups: dict[tuple[str, str], list[RunData]] = {}
+    for data in runs:
+        groups.setdefault(_encoder(data), []).append(data)
+    out = {}
+    for (encoder, probe), members in groups.items():
+        found = level_intervals([{"records": d.records} for d in members], [d.path for d in members])
+        out |= {(encoder, probe, level, shots): interval for (level, shots), interval in found.items()}
+    return out
+
+
+def resolve_baseline(values: dict, baseline: str | None) -> str | None:
+    """The encoder `baseline` names: exactly, else the only encoder containing it; a ValueError listing the encoders
+    when it names none or several."""
+    if baseline is None:
+        return None
+    encoders = sorted({k[0] for k in values})
+    if baseline in encoders:
+        return baseline
+    matches = [e for e in encoders if baseline in e]
+    if len(matches) == 1:
+        return matches[0]
+    what = "names several encoders" if matches else "names no encoder"
+    raise ValueError(f"--cog-baseline {baseline!r} {what}; the CoG runs' encoders: {', '.join(encoders)}")
+
+
+def baseline_rows(values: dict, levels: list[str], shots: str, baseline: str) -> list[dict[str, Any]]:
+    """Per (encoder, probe) other than the baseline: mean level top-1 minus the baseline's (same probe), points."""
+    rows = []
+    for encoder, probe in sorted({k[:2] for k in values if k[3] == shots and k[0] != baseline}):
+        cells = []
+        for level in levels:
+            mine, base = values.get((encoder, probe, level, shots)), values.get((baseline, probe, level, shots))
+            cells.append(f"{np.mean(mine) - np.mean(base):+.2f}" if mine and base else "-")
+        rows.append({"encoder": encoder, "probe": probe, "cells": cells})
+    return rows
 
 
 def _level_order(level: str) -> tuple[int, str]:
     return (0, "") if level == "seen" else (1, level.zfill(8))
 
 
-def level_table(values: dict, shots: str) -> tuple[list[str], list[dict[str, Any]]]:
-    """(levels, rows): per (encoder, probe) the mean ± std cells and the relative-to-seen cells."""
+def level_table(
+    values: dict, shots: str, intervals: dict | None = None
+) -> tuple[list[str], list[dict[str, Any]]]:
+    """(levels, rows): per (encoder, probe) the mean ± std cells (with the interval over concepts when known) and
+    the relative-to-seen cells."""
+    intervals = intervals or {}
     levels = sorted({k[2] for k in values if k[3] == shots}, key=_level_order)
     rows = []
     for encoder, probe in sorted({k[:2] for k in values if k[3] == shots}):
@@ -63,12 +111,19 @@ def level_table(values: dict, shots: str) -> tuple[list[str], list[dict[str, Any
             {
                 "encoder": encoder,
                 "probe": probe,
-                "cells": [f"{means[lv]:.2f} ± {stds[lv]:.2f}" if lv in means else "-" for lv in levels],
+                "cells": [_cell(means, stds, intervals.get((encoder, probe, lv, shots)), lv) for lv in levels],
                 "relative": [f"{100 * means[lv] / seen:.1f}%" if lv in means and seen else "-" for lv in levels],
                 "means": means,
             }
         )
     return levels, rows
+
+
+def _cell(means: dict, stds: dict, interval: tuple[float, float] | None, level: str) -> str:
+    if level not in means:
+        return "-"
+    text = f"{means[level]:.2f} ± {stds[level]:.2f}"
+    return text if interval is None else f"{text} [{interval[0]:.1f}, {interval[1]:.1f}]"
 
 
 def _plot_levels(levels: list[str], rows: list[dict], values: dict, shots: str, path: Path) -> Path:
@@ -102,29 +157,40 @@ def _plot_few_shot(values: dict, encoder: str, probe: str, path: Path) -> Path |
     return save_png(fig, path)
 
 
-def write_cog_page(runs: Sequence[Run], out: str | Path, nav: list[tuple[str, str]]) -> Path | None:
-    """Write cog.html and its figures into `out` for the CoG runs among `runs`; None when there are none."""
+def write_cog_page(
+    runs: Sequence[Run], out: str | Path, nav: list[tuple[str, str]], baseline: str | None = None
+) -> Path | None:
+    """Write cog.html and its figures into `out` for the CoG runs among `runs`; None when there are none.
+    `baseline`: the encoder (features set name, or a unique part of it) the others are shown relative to."""
     runs = [r for r in runs if is_cog_run(r.data)]
     if not runs:
         return None
     cog = [r.data for r in runs]
     out = Path(out)
     values = cog_values(cog)
+    chosen = resolve_baseline(values, baseline)
+    against: list[dict[str, Any]] = []
     if not values:
         levels, rows, figures, shots = [], [], [], "-"
     else:
         shots = "all" if any(k[3] == "all" for k in values) else min({k[3] for k in values}, key=int)
-        levels, rows = level_table(values, shots)
+        levels, rows = level_table(values, shots, cog_intervals(cog))
+        against = baseline_rows(values, levels, shots, chosen) if chosen else []
         figures = [(_plot_levels(levels, rows, values, shots, out / "cog_levels.png").name, "top-1 per level")]
     for number, (encoder, probe) in enumerate(sorted({k[:2] for k in values})):
         path = _plot_few_shot(values, encoder, probe, out / f"cog_few_shot_{number}.png")
         if path is not None:
             figures.append((path.name, f"few-shot curves of {encoder} ({probe}): top-1 vs shots per level"))
-    classes = {}
+    classes, draws = {}, set()
     for data in cog:
         for task in data.info["stream"]["tasks"]:
-            classes[split_task_name(task["uid"])[0]] = task["num_classes"]
+            level = split_task_name(task["uid"])[0]
+            classes[base_level(level)] = task["num_classes"]
+            if level != base_level(level):
+                draws.add(level)
     notes = ["concepts per level: " + ", ".join(f"{lv} {classes[lv]}" for lv in sorted(classes, key=_level_order))]
+    if draws:
+        notes.append(f"seen: {len(draws)} seeded draws of that many seen concepts, pooled with the seeds")
     if not values:
         notes.append("no CoG run has evaluated a level yet")
     return write_page(
@@ -135,6 +201,8 @@ def write_cog_page(runs: Sequence[Run], out: str | Path, nav: list[tuple[str, st
         levels=levels,
         rows=rows,
         relative=RELATIVE,
+        baseline=chosen,
+        against=against,
         figures=figures,
         notes=notes,
         shots=shots,

@@ -62,13 +62,18 @@ def _read_runs(run_dirs: Sequence[Path]) -> list[Run]:
 
 
 def write_report(
-    run_dirs: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str], *, reference: str | None = None
+    run_dirs: Sequence[str | os.PathLike[str]],
+    out: str | os.PathLike[str],
+    *,
+    reference: str | None = None,
+    cog_baseline: str | None = None,
 ) -> Path:
     """Write index.html, each system's page and their PNG figures into `out`; return the index page's path.
 
     `reference` (a run id or a learner) is what the regret curves of task-stream runs compare against; by default
-    each run's 'independent' run of the same stream and seed (`lifelong.report.regret`). Raises when a folder is not
-    a run folder, a run is given twice, or `reference` names no run.
+    each run's 'independent' run of the same stream and seed (`lifelong.report.regret`). `cog_baseline`: the CoG
+    encoder the others are shown relative to. Raises when a folder is not a run folder, a run is given twice, or
+    `reference` or `cog_baseline` names no run.
     """
     run_dirs = _expand_parents(run_dirs)
     if not run_dirs:
@@ -86,7 +91,7 @@ def write_report(
     writers = {
         NEVIS: lambda members: write_nevis_page(members, out, nav, reference),
         CLEAR: lambda members: write_clear_page(members, out, nav),
-        COG: lambda members: write_cog_page(members, out, nav),
+        COG: lambda members: write_cog_page(members, out, nav, cog_baseline),
         FACTS: lambda members: write_fact_page(members, out, nav),
     }
     for key in present:

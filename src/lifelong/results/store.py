@@ -22,6 +22,7 @@ from lifelong.core.files import atomic_write_bytes
 
 EVENTS_FILE = "events.jsonl"
 DB_FILE = "results.sqlite"
+PREDICTIONS_DIR = "predictions"  # a run folder's saved test scores: one .npz per predict record
 T = TypeVar("T")
 RUN_STATUSES = ("running", "finished", "failed", "interrupted")
 
@@ -135,6 +136,11 @@ class RunFolder:
         if n == len(lines) and torn == 0:
             return
         atomic_write_bytes(self.events_path, b"".join(lines[:n]))
+
+
+def predictions_file(record: Mapping[str, Any]) -> str:
+    """The name, inside PREDICTIONS_DIR, of a predict record's saved scores and labels."""
+    return f"event{int(record['event']):04d}-{record['task']}.npz"
 
 
 def _now() -> str:

@@ -8,8 +8,8 @@ import io
 import numpy as np
 from sklearn.metrics import recall_score
 
-from lifelong.commands.cog_intervals import concept_accuracy, level_intervals
 from lifelong.metrics.statistics import bootstrap_interval
+from lifelong.results.cog_intervals import concept_accuracy, level_intervals
 
 
 def test_concept_accuracy_is_each_classs_recall():

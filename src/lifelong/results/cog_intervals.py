@@ -1,4 +1,4 @@
-"""Per-level uncertainty over concepts for `lifelong cog run`: a bootstrap over the concepts of each level.
+"""Per-level uncertainty over concepts of ImageNet-CoG runs: a bootstrap over the concepts of each level.
 
 A level's top-1 depends on which concepts were drawn into it far more than on the probe's seed; the seed spread
 the protocol reports does not show that. Each concept's accuracy is read from the runs' saved test predictions
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lifelong.commands.runner import PREDICTIONS_DIR
+from lifelong.results.store import PREDICTIONS_DIR, predictions_file
 
 
 def concept_accuracy(scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
@@ -33,7 +33,7 @@ def run_concept_accuracy(folder: Path, records: list[dict]) -> dict[str, np.ndar
     for record in records:
         if record.get("type") != "predict" or record.get("error") is None:
             continue
-        path = Path(folder) / PREDICTIONS_DIR / f"event{record['event']:04d}-{record['task']}.npz"
+        path = Path(folder) / PREDICTIONS_DIR / predictions_file(record)
         if path.is_file():
             with np.load(path, allow_pickle=False) as saved:
                 out[record["task"]] = concept_accuracy(saved["scores"], saved["labels"])
@@ -43,20 +43,24 @@ def run_concept_accuracy(folder: Path, records: list[dict]) -> dict[str, np.ndar
 def level_intervals(
     results: list[dict], folders: list[Path], *, confidence: float = 0.95, resamples: int = 2000
 ) -> dict[tuple[str, str], tuple[float, float]]:
-    """{(level, shots): (low %, high %)}: the bootstrap interval over concepts of each level's top-1, concept
-    accuracies averaged over the seeds first. Levels whose predictions were not saved are left out."""
+    """{(level, shots): (low %, high %)}: the bootstrap interval over concepts of each level's top-1. Each concept's
+    accuracy is averaged over the seeds first; the seen level's draws (cog-seen-d1, ...) pool their drawn concepts.
+    Levels whose predictions were not saved are left out."""
     from lifelong.metrics.statistics import bootstrap_interval
-    from lifelong.suites.cog import split_task_name
+    from lifelong.suites.cog import base_level, split_task_name
 
-    pooled: dict[tuple[str, str], list[np.ndarray]] = {}
+    per_task: dict[tuple[str, str], list[np.ndarray]] = {}
     for result, folder in zip(results, folders, strict=True):
         for task, accuracy in run_concept_accuracy(folder, result.get("records", [])).items():
-            pooled.setdefault(split_task_name(task), []).append(accuracy)
-    intervals = {}
-    for key, runs in pooled.items():
+            per_task.setdefault(split_task_name(task), []).append(accuracy)
+    pooled: dict[tuple[str, str], list[np.ndarray]] = {}
+    for (level, shots), runs in per_task.items():
         if len({len(a) for a in runs}) != 1:
-            continue  # runs of one level with different concept counts: nothing to pool
-        per_concept = np.nanmean(np.stack(runs), axis=0)
+            continue  # runs of one task with different concept counts: nothing to average
+        pooled.setdefault((base_level(level), shots), []).append(np.nanmean(np.stack(runs), axis=0))
+    intervals = {}
+    for key, parts in pooled.items():
+        per_concept = np.concatenate(parts)
         per_concept = per_concept[~np.isnan(per_concept)]
         if per_concept.size:
             low, high = bootstrap_interval(per_concept, confidence=confidence, resamples=resamples)
