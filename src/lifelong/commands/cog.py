@@ -288,6 +288,14 @@ def pretrain_command(
         str, typer.Option("--architecture", metavar="NAME", help="Backbone: resnet_mini, resnet18 or resnet34.")
     ] = "resnet_mini",
     seed: Annotated[int, typer.Option("--seed", metavar="N", help="Seed.")] = 0,
+    concepts: Annotated[
+        str,
+        typer.Option(
+            "--concepts",
+            metavar="seen|all",
+            help="Train on the seen concepts, or on all of them (the supplement's control to report levels against).",
+        ),
+    ] = "seen",
     threads: Annotated[int, typer.Option("--threads", metavar="N", min=1, help="Torch threads.")] = 1,
     data_root: Annotated[
         Path | None, typer.Option("--data-root", metavar="DIR", help="Data root (cog-mini cache).")
@@ -319,6 +327,7 @@ def pretrain_command(
             skip_corrupt=skip_corrupt,
             resume=resume,
             overwrite=overwrite,
+            concepts=concepts,
         )
     except KeyboardInterrupt:
         kept = "Finished epochs are kept in OUT.work (SimCLR): " if kind == "simclr" else ""

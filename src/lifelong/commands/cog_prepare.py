@@ -12,6 +12,8 @@ from pathlib import Path
 from lifelong.commands.terminal import note
 from lifelong.concepts.level_files import MAX_TRAIN_IMAGES, MIN_IMAGES, TEST_IMAGES
 
+CONCEPT_SETS = ("seen", "all")  # what `cog pretrain --concepts` trains on
+
 
 def _cog_mini_folders(data_root: Path | None, levels: list[str] | None = None):
     """(cog-mini, its export `<cache>/folders/<level>/<split>/<wnid>/*.png`), exporting the missing `levels`
@@ -338,12 +340,17 @@ def pretrain_cog_encoder(
     skip_corrupt: bool = False,
     resume: bool = False,
     overwrite: bool = False,
+    concepts: str = "seen",
 ) -> dict:
     """Train an encoder on cog-mini's seen training images: supervised (`lifelong.training.pretrain`) or SimCLR.
+    `concepts="all"`: on the training images of every concept, seen and unseen (the supplement's control, which
+    the levels can be reported relative to).
 
     An existing `out` (or the OUT.work folder of an interrupted SimCLR training) needs `resume` (keep a finished
     encoder, continue an interrupted one) or `overwrite` (delete both and train again).
     """
+    import numpy as np
+
     from lifelong.commands.outputs import finish_output, prepare_output, work_folder
     from lifelong.commands.pretraining import pretrain_command as supervised
     from lifelong.core.suggest import did_you_mean
@@ -355,6 +362,8 @@ def pretrain_cog_encoder(
     kinds = ("supervised", "simclr", "random")
     if kind not in kinds:
         raise ValueError(f"unknown --kind {kind!r}{did_you_mean(kind, kinds)}; choose supervised, simclr or random")
+    if concepts not in CONCEPT_SETS:
+        raise ValueError(f"unknown --concepts {concepts!r}{did_you_mean(concepts, CONCEPT_SETS)}; choose seen or all")
     if architecture not in ARCHITECTURES:
         raise ValueError(
             f"unknown --architecture {architecture!r}{did_you_mean(architecture, ARCHITECTURES)}; choose among "
@@ -369,10 +378,11 @@ def pretrain_cog_encoder(
         checkpoint = untrained_encoder(architecture, resolution=resolution, seed=seed)
         save_encoder(checkpoint, out)
         return {"encoder": str(out), "kind": kind, "epochs": 0, "feature_dim": checkpoint.feature_dim, "seed": seed}
-    cog, root = _cog_mini_folders(data_root, levels=["seen"])
-    seen = cog.levels["seen"]
+    cog, root = _cog_mini_folders(data_root, levels=["seen"] if concepts == "seen" else None)
+    names = ["seen"] if concepts == "seen" else list(cog.levels)
+    images = np.concatenate([cog.levels[name].train_images for name in names])
     if kind == "supervised":
-        source = f"folder:{root / 'seen' / 'train'}"
+        source = f"folder:{root / 'seen' / 'train' if concepts == 'seen' else _all_train_folder(root, names)}"
         summary = supervised(
             source,
             out,
@@ -383,18 +393,18 @@ def pretrain_cog_encoder(
             threads=threads,
             options={"skip_corrupt": True} if skip_corrupt else None,
         )
-        return {**summary, "encoder": str(out), "kind": kind, "images": len(seen.train_labels)}
+        return {**summary, "encoder": str(out), "kind": kind, "images": len(images), "concepts": concepts}
     set_torch_threads(threads)
     with_bar = progress_bar_for(epochs)
     with with_bar as bar:
         checkpoint = pretrain_simclr(
-            seen.train_images,
+            images,
             architecture=architecture,
             resolution=resolution,
             epochs=epochs,
             seed=seed,
             workdir=work_folder(out),
-            source="cog-mini seen train",
+            source=f"cog-mini {concepts} train",
             progress=lambda epoch, total, loss: bar(
                 completed=epoch, total=total, description=f"SimCLR loss {loss:.3f}"
             ),
@@ -404,11 +414,24 @@ def pretrain_cog_encoder(
     return {
         "encoder": str(out),
         "kind": kind,
-        "images": len(seen.train_labels),
+        "concepts": concepts,
+        "images": len(images),
         "epochs": checkpoint.epochs,
         "feature_dim": checkpoint.feature_dim,
         "final_loss": checkpoint.history[-1]["loss"] if checkpoint.history else None,
     }
+
+
+def _all_train_folder(root: Path, levels: list[str]) -> Path:
+    """`root/all/train/<wnid>`: links to every level's exported training folders (one class per concept)."""
+    target = root / "all" / "train"
+    target.mkdir(parents=True, exist_ok=True)
+    for level in levels:
+        for folder in sorted((root / level / "train").iterdir()):
+            link = target / folder.name
+            if not link.exists():
+                link.symlink_to(folder.resolve(), target_is_directory=True)
+    return target
 
 
 def progress_bar_for(epochs: int):
