@@ -193,3 +193,21 @@ def test_cog_mini_without_its_artwork_names_the_install_command(tmp_path, monkey
     result = invoke(args)
     assert result.exit_code == 2 and "`lifelong cog install-art`" in result.output
     assert "emoji-datasource-twitter" in result.output and not (tmp_path / "runs").exists()
+
+
+def test_held_out_style_folds_and_their_encoders(tmp_path):
+    from lifelong.commands.cog import held_out_style_folds
+
+    assert held_out_style_folds("efficientnet-lite0", "cog-mini", None) == [(None, "efficientnet-lite0")]
+    folds = held_out_style_folds("enc/sup-{style}.pt", "cog-mini", "all")
+    assert folds == [(s, f"enc/sup-{s}.pt") for s in ("noto", "symbola", "twemoji", "openmoji")]
+    assert held_out_style_folds("efficientnet-lite0", "cog-mini", "noto") == [("noto", "efficientnet-lite0")]
+    for bad, message in (
+        (("enc/sup-{style}.pt", "cog-mini", None), "give --test-style all"),
+        (("efficientnet-lite0", "cog-mini", "twemojj"), "did you mean 'twemoji'"),
+        (("efficientnet-lite0", str(tmp_path), "noto"), "goes with --data cog-mini"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            held_out_style_folds(*bad)
+    wrong = invoke(["cog", "pretrain", "--kind", "random", "--test-style", "notto", "--out", str(tmp_path / "e.pt")])
+    assert wrong.exit_code != 0 and "did you mean 'noto'" in wrong.output

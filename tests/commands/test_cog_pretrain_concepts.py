@@ -34,7 +34,7 @@ def test_all_concepts_train_one_class_per_concept_of_every_level(tmp_path, monke
     root = tmp_path / "folders"
     cog = _exported(root)
     asked = []
-    def folders(data_root, levels):
+    def folders(data_root, levels, test_style=None):
         asked.append(levels)
         return cog, root
 

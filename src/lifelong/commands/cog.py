@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from lifelong.commands.cog_levels import levels_command
-from lifelong.commands.cog_prepare import extract_levels, plan_features, pretrain_cog_encoder
+from lifelong.commands.cog_prepare import check_test_style, extract_levels, plan_features, pretrain_cog_encoder
 from lifelong.commands.device_options import (
     ChannelsLastOption,
     CompileOption,
@@ -24,7 +24,7 @@ from lifelong.commands.device_options import (
     check_ray_gpus,
 )
 from lifelong.commands.outputs import OverwriteOption, ResumeOption
-from lifelong.commands.terminal import console, fail
+from lifelong.commands.terminal import console, fail, note
 from lifelong.suites.cog import SEEN_DRAWS
 
 cog_app = typer.Typer(help="ImageNet-CoG: concept generalization levels built from WordNet.", no_args_is_help=True)
@@ -43,6 +43,29 @@ SEEDS_HELP = (
     "(default: all 5; 1 with --seed)."
 )
 EXECUTORS = ("local", "ray")
+
+
+def held_out_style_folds(encoder: str, data: str, test_style: str | None) -> list[tuple[str | None, str]]:
+    """[(held-out style or None, encoder spec)]: one fold without --test-style; every style family with "all",
+    "{style}" in the encoder spec replaced by each family (an encoder trained on that fold's training styles)."""
+    from lifelong.data.sources.emoji_art import FAMILIES
+
+    if test_style is None:
+        if "{style}" in encoder:
+            raise ValueError("--encoder has {style} in it: give --test-style all (or one style) to fill it")
+        return [(None, encoder)]
+    if test_style != "all":
+        check_test_style(test_style)
+    if data != "cog-mini":
+        raise ValueError("--test-style goes with --data cog-mini (the held-out artwork family of its test images)")
+    styles = list(FAMILIES) if test_style == "all" else [test_style]
+    if len(styles) > 1 and "{style}" not in encoder and Path(encoder).is_file():
+        note(
+            f"one encoder file for every held-out style: if {encoder} was trained on cog-mini, its seen level is "
+            "tested on artwork styles it trained on; give --encoder 'enc/sup-{style}.pt' (one per fold, `cog "
+            "pretrain --test-style STYLE`)"
+        )
+    return [(style, encoder.replace("{style}", style)) for style in styles]
 
 
 def protocol_seeds(seed: int | None, seeds: int | None) -> list[int]:
@@ -111,6 +134,15 @@ def run_command(
             "--seen-val",
             metavar="DIR",
             help="With --data DIR: the official IN-1K validation images in <wnid>/ folders: the seen level's test set.",
+        ),
+    ] = None,
+    test_style: Annotated[
+        str | None,
+        typer.Option(
+            "--test-style",
+            metavar="STYLE|all",
+            help="cog-mini: the artwork family held out for testing (noto, symbola, twemoji, openmoji; default "
+            "twemoji), or all: every family in turn, pooled ('{style}' in --encoder is replaced by each).",
         ),
     ] = None,
     min_images: Annotated[
@@ -203,17 +235,6 @@ def run_command(
         counts = parse_shots(shots)
         check_ray_gpus(executor, device, gpus_per_trial)
         accelerator_from(device, precision, compile, channels_last)  # feature extraction runs here
-        plan = plan_features(
-            encoder,
-            data,
-            levels_file=levels_file,
-            split_file=split_file,
-            seen_train=seen_train,
-            seen_val=seen_val,
-            min_images=min_images,
-            data_root=data_root,
-        )
-        chosen = parse_levels(levels or None, list(plan.levels))
         common = dict(
             seeds=chosen_seeds,
             probe=probe,
@@ -226,10 +247,29 @@ def run_command(
             progress=executor == "local",
             accelerator=accelerator_specs(device, precision, compile, channels_last),
         )
-        for spec in _specs(plan.name, data, chosen, counts, **common):  # before any extraction: existing runs
-            check_folder(spec)
-        features = extract_levels(plan, chosen, threads=threads, skip_corrupt=skip_corrupt, overwrite=overwrite)
-        specs = cog_run_specs(features, data, levels=",".join(chosen), shots=shots, **common)
+        folds = []  # (encoder spec, features plan) per held-out style: one fold without --test-style
+        for style, spec in held_out_style_folds(encoder, data, test_style):
+            plan = plan_features(
+                spec,
+                data,
+                levels_file=levels_file,
+                split_file=split_file,
+                seen_train=seen_train,
+                seen_val=seen_val,
+                min_images=min_images,
+                test_style=style,
+                data_root=data_root,
+            )
+            chosen = parse_levels(levels or None, list(plan.levels))
+            for run_spec in _specs(plan.name, data, chosen, counts, **common):  # before any extraction
+                check_folder(run_spec)
+            folds.append((plan, chosen))
+        specs, features = [], []
+        for plan, chosen in folds:
+            features.append(
+                extract_levels(plan, chosen, threads=threads, skip_corrupt=skip_corrupt, overwrite=overwrite)
+            )
+            specs += cog_run_specs(features[-1], data, levels=",".join(chosen), shots=shots, **common)
         results = run_cog_specs(
             specs,
             executor=executor,
@@ -249,7 +289,9 @@ def run_command(
     except (OSError, ValueError, ImportError, RuntimeError) as exc:
         raise fail(exc) from None
     finished_means_exit_0()  # the runs are saved: a late signal ends the command with success, as `lifelong run`
-    print_cog_table(results, title=f"ImageNet-CoG top-1 (%), {probe} probe", features=features)
+    print_cog_table(results, title=f"ImageNet-CoG top-1 (%), {probe} probe", features=", ".join(features))
+    if len(features) > 1:
+        console.print(f"pooled over {len(features)} held-out artwork styles and the seeds")
     print_concept_intervals(results, [spec.folder for spec in specs])
     console.print(f"results: {escape(str(out))} (see `lifelong results {escape(str(out))}`)", soft_wrap=True)
     console.print(f"time: {time.perf_counter() - started:.1f} s")
@@ -288,6 +330,15 @@ def pretrain_command(
         str, typer.Option("--architecture", metavar="NAME", help="Backbone: resnet_mini, resnet18 or resnet34.")
     ] = "resnet_mini",
     seed: Annotated[int, typer.Option("--seed", metavar="N", help="Seed.")] = 0,
+    test_style: Annotated[
+        str | None,
+        typer.Option(
+            "--test-style",
+            metavar="STYLE",
+            help="Train on the cog-mini fold that holds this artwork family out (noto, symbola, twemoji, openmoji; "
+            "default twemoji), for `cog run --test-style`.",
+        ),
+    ] = None,
     concepts: Annotated[
         str,
         typer.Option(
@@ -328,6 +379,7 @@ def pretrain_command(
             resume=resume,
             overwrite=overwrite,
             concepts=concepts,
+            test_style=test_style,
         )
     except KeyboardInterrupt:
         kept = "Finished epochs are kept in OUT.work (SimCLR): " if kind == "simclr" else ""

@@ -15,12 +15,23 @@ from lifelong.concepts.level_files import MAX_TRAIN_IMAGES, MIN_IMAGES, TEST_IMA
 CONCEPT_SETS = ("seen", "all")  # what `cog pretrain --concepts` trains on
 
 
-def _cog_mini_folders(data_root: Path | None, levels: list[str] | None = None):
-    """(cog-mini, its export `<cache>/folders/<level>/<split>/<wnid>/*.png`), exporting the missing `levels`
-    (default: every level)."""
-    from lifelong.data.sources.cog_mini import export_folders, load_cog_mini
+def check_test_style(test_style: str | None) -> None:
+    """A ValueError in CLI words unless `test_style` is None or an artwork family."""
+    from lifelong.core.suggest import did_you_mean
+    from lifelong.data.sources.emoji_art import FAMILIES
 
-    cog = load_cog_mini(data_root=data_root, progress=True)
+    if test_style is not None and test_style not in FAMILIES:
+        hint = did_you_mean(test_style, FAMILIES)
+        raise ValueError(f"unknown --test-style {test_style!r}{hint}; choose among {', '.join(FAMILIES)}")
+
+
+def _cog_mini_folders(data_root: Path | None, levels: list[str] | None = None, test_style: str | None = None):
+    """(cog-mini, its export `<cache>/folders/<level>/<split>/<wnid>/*.png`), exporting the missing `levels`
+    (default: every level). `test_style`: the held-out artwork family (default: cog-mini's, Twemoji)."""
+    from lifelong.data.sources.cog_mini import CogMiniOptions, export_folders, load_cog_mini
+
+    options = None if test_style is None else CogMiniOptions(test_style=test_style)
+    cog = load_cog_mini(options, data_root=data_root, progress=True)
     root = cog.path / "folders"
     missing = [name for name in (cog.levels if levels is None else levels) if not (root / name).is_dir()]
     if missing:
@@ -159,6 +170,7 @@ def plan_features(
     seen_train: Path | None = None,
     seen_val: Path | None = None,
     min_images: int = MIN_IMAGES,
+    test_style: str | None = None,
     data_root: Path | None = None,
 ) -> FeaturesPlan:
     """Name the features set of (encoder, data) and list its levels; nothing is extracted yet.
@@ -177,11 +189,13 @@ def plan_features(
     levels: dict[str, Callable[[], dict]] = {}
     folder_options = {"--levels-file": levels_file, "--split-file": split_file, "--seen-train": seen_train}
     folder_options |= {"--seen-val": seen_val}
+    if data != "cog-mini" and test_style is not None:
+        raise ValueError("--test-style goes with --data cog-mini (the held-out artwork family of its test images)")
     if data == "cog-mini" and any(value is not None for value in folder_options.values()):
         given = ", ".join(flag for flag, value in folder_options.items() if value is not None)
         raise ValueError(f"{given} go(es) with --data DIR; cog-mini brings its own levels and splits")
     if data == "cog-mini":
-        cog, root = _cog_mini_folders(data_root, levels=[])  # renders (or reads) cog-mini; exports nothing yet
+        cog, root = _cog_mini_folders(data_root, levels=[], test_style=test_style)  # renders or reads; no export
         dataset, identity = "cog-mini", cog.path.name
         for name in cog.levels:
             levels[name] = functools.partial(_cog_mini_level, cog, root, name)
@@ -341,10 +355,11 @@ def pretrain_cog_encoder(
     resume: bool = False,
     overwrite: bool = False,
     concepts: str = "seen",
+    test_style: str | None = None,
 ) -> dict:
     """Train an encoder on cog-mini's seen training images: supervised (`lifelong.training.pretrain`) or SimCLR.
     `concepts="all"`: on the training images of every concept, seen and unseen (the supplement's control, which
-    the levels can be reported relative to).
+    the levels can be reported relative to). `test_style`: the cog-mini fold whose training styles it learns from.
 
     An existing `out` (or the OUT.work folder of an interrupted SimCLR training) needs `resume` (keep a finished
     encoder, continue an interrupted one) or `overwrite` (delete both and train again).
@@ -364,6 +379,7 @@ def pretrain_cog_encoder(
         raise ValueError(f"unknown --kind {kind!r}{did_you_mean(kind, kinds)}; choose supervised, simclr or random")
     if concepts not in CONCEPT_SETS:
         raise ValueError(f"unknown --concepts {concepts!r}{did_you_mean(concepts, CONCEPT_SETS)}; choose seen or all")
+    check_test_style(test_style)
     if architecture not in ARCHITECTURES:
         raise ValueError(
             f"unknown --architecture {architecture!r}{did_you_mean(architecture, ARCHITECTURES)}; choose among "
@@ -378,7 +394,7 @@ def pretrain_cog_encoder(
         checkpoint = untrained_encoder(architecture, resolution=resolution, seed=seed)
         save_encoder(checkpoint, out)
         return {"encoder": str(out), "kind": kind, "epochs": 0, "feature_dim": checkpoint.feature_dim, "seed": seed}
-    cog, root = _cog_mini_folders(data_root, levels=["seen"] if concepts == "seen" else None)
+    cog, root = _cog_mini_folders(data_root, levels=["seen"] if concepts == "seen" else None, test_style=test_style)
     names = ["seen"] if concepts == "seen" else list(cog.levels)
     images = np.concatenate([cog.levels[name].train_images for name in names])
     if kind == "supervised":
