@@ -103,11 +103,16 @@ def nevis(work: Path, quick: bool) -> list[dict]:
             "--resume",
             cwd=work,
         )
-        found = summaries(work / "nevis", f"nevis-mini-{learner}-")
-        infos = [info for _, info in found]
-        for metric in ("meta_test_mean_error", "mean_error", "cumulative_train_flops"):
-            rows.append(_row(f"nevis-mini {learner}", metric, [s[metric] for s, _ in found], infos))
+        rows += nevis_rows(work / "nevis", learner, f"nevis-mini {learner}")
     return rows
+
+
+def nevis_rows(out: Path, learner: str, label: str) -> list[dict]:
+    """E, mean error and cFLOP rows of `learner`'s finished nevis-mini runs in `out`."""
+    found = summaries(out, f"nevis-mini-{learner}-")
+    infos = [info for _, info in found]
+    metrics = ("meta_test_mean_error", "mean_error", "cumulative_train_flops")
+    return [_row(label, metric, [s[metric] for s, _ in found], infos) for metric in metrics]
 
 
 def nevis_real(work: Path, quick: bool) -> list[dict]:
@@ -117,10 +122,7 @@ def nevis_real(work: Path, quick: bool) -> list[dict]:
         options = ["-o", "encoder=efficientnet-lite0", "-o", "resolution=64", *epochs]
         lifelong("run", "--stream", "nevis-mini", "--learner", learner, "--seeds", seeds, "--out", "nevis-real",
                  *options, "--resume", cwd=work)  # fmt: skip
-        found = summaries(work / "nevis-real", f"nevis-mini-{learner}-")
-        infos = [info for _, info in found]
-        for metric in ("meta_test_mean_error", "mean_error", "cumulative_train_flops"):
-            rows.append(_row(f"nevis-mini {learner} (lite0)", metric, [s[metric] for s, _ in found], infos))
+        rows += nevis_rows(work / "nevis-real", learner, f"nevis-mini {learner} (lite0)")
     return rows
 
 
