@@ -56,3 +56,16 @@ def write_two_task_manifest(folder: Path, name: str) -> Path:
     path = folder / f"{name}.yaml"
     path.write_text(f"name: {name}\n{TWO_TASKS}")
     return path
+
+
+def save_tiny_hf_resnet(folder: Path, side: int) -> Path:
+    """A tiny randomly initialised transformers ResNet (features of size 12) and its image processor (shorter side
+    `side`, crop 0.875) saved to `folder`, seeded: an `hf:FOLDER` encoder that loads offline."""
+    import torch
+    import transformers
+
+    config = transformers.ResNetConfig(embedding_size=8, hidden_sizes=[8, 12], depths=[1, 1])
+    torch.manual_seed(0)
+    transformers.AutoModel.from_config(config).save_pretrained(folder)
+    transformers.ConvNextImageProcessor(size={"shortest_edge": side}, crop_pct=0.875).save_pretrained(folder)
+    return folder

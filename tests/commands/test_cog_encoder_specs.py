@@ -8,6 +8,7 @@ import json
 
 import pytest
 from commands.test_cog_folders import IMAGES_PER_CONCEPT, seen_val_args, write_concepts
+from support import save_tiny_hf_resnet
 from typer.testing import CliRunner
 
 from lifelong.cli import app
@@ -35,14 +36,8 @@ def _data(tmp_path):
 
 @needs_transformers
 def test_cog_run_with_an_hf_folder(tmp_path, monkeypatch):
-    import torch
-    import transformers
-
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    config = transformers.ResNetConfig(embedding_size=8, hidden_sizes=[8, 12], depths=[1, 1])
-    torch.manual_seed(0)
-    transformers.AutoModel.from_config(config).save_pretrained(tmp_path / "tiny")
-    transformers.ConvNextImageProcessor(size={"shortest_edge": 20}, crop_pct=0.875).save_pretrained(tmp_path / "tiny")
+    save_tiny_hf_resnet(tmp_path / "tiny", side=20)
     images, levels, val = _data(tmp_path)
     args = ["cog", "run", "--encoder", f"hf:{tmp_path / 'tiny'}", "--data", str(images), "--levels-file", str(levels)]
     args += ["--seeds", "1", "--out", str(tmp_path / "runs"), "--data-root", str(tmp_path / "data"), *val]

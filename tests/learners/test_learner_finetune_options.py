@@ -6,7 +6,7 @@ import importlib.util
 import pytest
 import torch
 from learners.test_fact_embedding import FAST, make_stream
-from support import write_two_task_manifest
+from support import save_tiny_hf_resnet, write_two_task_manifest
 from typer.testing import CliRunner
 
 from lifelong.cli import app
@@ -27,14 +27,7 @@ def invoke(*args):
 
 
 def _tiny_hf(folder):
-    import transformers
-
-    config = transformers.ResNetConfig(embedding_size=8, hidden_sizes=[8, 12], depths=[1, 1])
-    processor = transformers.ConvNextImageProcessor(size={"shortest_edge": 24}, crop_pct=0.875)
-    torch.manual_seed(0)
-    transformers.AutoModel.from_config(config).save_pretrained(folder)
-    processor.save_pretrained(folder)
-    return folder
+    return save_tiny_hf_resnet(folder, side=24)
 
 
 def _group_keys(encoder):

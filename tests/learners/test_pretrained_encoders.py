@@ -4,6 +4,7 @@ model names; pretraining FLOPs charged only when asked."""
 import importlib.util
 
 import pytest
+from support import save_tiny_hf_resnet
 from typer.testing import CliRunner
 
 from lifelong.cli import app
@@ -25,15 +26,7 @@ def invoke(*args):
 
 
 def _tiny_hf(folder):
-    import torch
-    import transformers
-
-    config = transformers.ResNetConfig(embedding_size=8, hidden_sizes=[8, 12], depths=[1, 1])
-    processor = transformers.ConvNextImageProcessor(size={"shortest_edge": 24}, crop_pct=0.875)
-    torch.manual_seed(0)
-    transformers.AutoModel.from_config(config).save_pretrained(folder)
-    processor.save_pretrained(folder)
-    return folder
+    return save_tiny_hf_resnet(folder, side=24)
 
 
 def _train_records(folder):
