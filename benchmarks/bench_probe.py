@@ -18,8 +18,14 @@ with --scale-epochs and --scale-lr-points (one weight decay), measuring wall tim
 RSS (resource.getrusage); the time of the default fast probe at that size is extrapolated from the measured
 throughput and printed as such.
 
+--features DIR runs the same comparison on real features instead: every level (or --levels) of a CoG features set
+that `lifelong cog run` wrote (the data root's cog-features/<set>), each split memory-mapped as a run reads it.
+--variant NAME=epochs:E,lrs:K,wds:A/B/C,heads:H (repeatable) compares several fast-probe settings against the same
+reference runs; SUMMARY lines give each variant's mean and worst difference and its time ratio over all sets.
+
 Run: python benchmarks/bench_probe.py [--quick] [--set small|level|both] [--classes 1000 --per-class 50
      --dim 64 --test-per-class 50] [--seeds 22] [--threads 1] [--device cpu|cuda] [--scale --scale-epochs 1]
+     [--features DIR [--levels L1,L5]] [--variant NAME=epochs:20,wds:1e-12/1e-8/1e-4,heads:1 ...]
 """
 
 from __future__ import annotations
@@ -41,7 +47,7 @@ import torch
 from lifelong.data.feature_files import FEATURES_FILE, LABELS_FILE, MANIFEST_FILE
 from lifelong.data.feature_files import FORMAT as FEATURES_FORMAT
 from lifelong.suites.cog import FORMAT as COG_FORMAT
-from lifelong.suites.cog import INDEX_FILE, cog_stream
+from lifelong.suites.cog import INDEX_FILE, cog_stream, read_index, read_split
 from lifelong.training.loop import set_torch_threads
 from lifelong.training.probe_fast import FAST_EPOCHS, FINAL_HEADS, LR_POINTS, WEIGHT_DECAYS
 from lifelong.training.probes import fast_probe, population_std, reference_probe
@@ -105,34 +111,94 @@ def load() -> str:
     return "load average {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
 
 
+def parse_variant(text: str) -> tuple[str, dict]:
+    """'NAME=epochs:20,lrs:9,wds:1e-12/1e-8/1e-4,heads:1' -> (NAME, fast_probe options); 'default' alone is the
+    probe's defaults."""
+    name, _, spec = text.partition("=")
+    options: dict = {}
+    for part in filter(None, spec.split(",")):
+        key, _, value = part.partition(":")
+        if key == "epochs":
+            options["epochs"] = int(value)
+        elif key == "lrs":
+            options["lr_points"] = int(value)
+        elif key == "heads":
+            options["final_heads"] = int(value)
+        elif key == "wds":
+            options["weight_decays"] = tuple(float(v) for v in value.split("/"))
+        else:
+            raise SystemExit(f"--variant {text!r}: unknown key {key!r} (epochs, lrs, wds, heads)")
+    return name, options
+
+
 def compare(name, sizes, data, args) -> None:
-    """Both probes on one feature set, per seed; print times, top-1s, difference and ratio."""
-    print(f"\n== ({name}) {sizes} | noise {args.noise_used:.3f} | seeds {args.seeds} | {load()}", flush=True)
+    """The reference and every fast variant on one feature set, per seed; print times, top-1s, differences and
+    time ratios (reference / variant), then the means over seeds."""
+    noise = f" | noise {args.noise_used:.3f}" if args.noise_used is not None else ""
+    print(f"\n== ({name}) {sizes}{noise} | seeds {args.seeds} | {load()}", flush=True)
     options = dict(device=args.device)
-    reference_scores, fast_scores, reference_time, fast_time = [], [], 0.0, 0.0
+    reference_scores, reference_time = [], 0.0
+    fast_scores = {label: [] for label, _ in args.variants}
+    fast_time = dict.fromkeys(fast_scores, 0.0)
     for seed in args.seeds:
         reference = reference_probe(*data, seed=seed, trials=args.trials, epochs=args.epochs, **options)
-        fast = fast_probe(*data, seed=seed, **options)
         reference_scores.append(reference.test_top1)
-        fast_scores.append(fast.test_top1)
         reference_time += reference.wall_seconds
-        fast_time += fast.wall_seconds
         print(
             f"seed {seed}: reference {reference.wall_seconds:8.1f} s  top-1 {reference.test_top1:6.2f}  "
             f"(lr {reference.lr:.3g}, wd {reference.weight_decay:.2g}, {len(reference.trials)} trials x "
-            f"{reference.epochs} ep) | fast {fast.wall_seconds:7.1f} s  top-1 {fast.test_top1:6.2f}  "
-            f"(lr {fast.lr:.3g}, wd {fast.weight_decay:.2g}, {len(fast.trials)} heads x {fast.epochs} ep) | "
-            f"diff {fast.test_top1 - reference.test_top1:+.2f} pts  "
-            f"ratio {reference.wall_seconds / fast.wall_seconds:.1f}x",
+            f"{reference.epochs} ep)",
             flush=True,
         )
-    ref_mean, fast_mean = float(np.mean(reference_scores)), float(np.mean(fast_scores))
+        for label, variant in args.variants:
+            fast = fast_probe(*data, seed=seed, **variant, **options)
+            fast_scores[label].append(fast.test_top1)
+            fast_time[label] += fast.wall_seconds
+            print(
+                f"    fast[{label}] {fast.wall_seconds:7.1f} s  top-1 {fast.test_top1:6.2f}  (lr {fast.lr:.3g}, wd "
+                f"{fast.weight_decay:.2g}, {len(fast.trials)} heads x {fast.epochs} ep) | "
+                f"diff {fast.test_top1 - reference.test_top1:+.2f} pts  "
+                f"ratio {reference.wall_seconds / fast.wall_seconds:.1f}x",
+                flush=True,
+            )
+    ref_mean = float(np.mean(reference_scores))
     print(
-        f"({name}) reference {reference_time:.1f} s, top-1 {ref_mean:.2f} +- {population_std(reference_scores):.2f} | "
-        f"fast {fast_time:.1f} s, top-1 {fast_mean:.2f} +- {population_std(fast_scores):.2f} | "
-        f"diff {fast_mean - ref_mean:+.2f} pts | time ratio {reference_time / fast_time:.1f}x | {load()}",
+        f"({name}) reference {reference_time:.1f} s, top-1 {ref_mean:.2f} +- {population_std(reference_scores):.2f}",
         flush=True,
     )
+    for label, scores in fast_scores.items():
+        fast_mean = float(np.mean(scores))
+        print(
+            f"({name}) fast[{label}] {fast_time[label]:.1f} s, top-1 {fast_mean:.2f} +- {population_std(scores):.2f} | "
+            f"diff {fast_mean - ref_mean:+.2f} pts | time ratio {reference_time / fast_time[label]:.1f}x | {load()}",
+            flush=True,
+        )
+        args.summary.append((name, label, ref_mean, fast_mean, reference_time, fast_time[label]))
+
+
+def summarise(summary) -> None:
+    """Per fast variant over every compared set: mean difference, worst difference, total time ratio."""
+    for label in dict.fromkeys(row[1] for row in summary):
+        rows = [row for row in summary if row[1] == label]
+        diffs = [fast - ref for _, _, ref, fast, _, _ in rows]
+        ratio = sum(row[4] for row in rows) / sum(row[5] for row in rows)
+        print(
+            f"SUMMARY fast[{label}] over {len(rows)} sets: mean diff {np.mean(diffs):+.2f} pts, worst "
+            f"{min(diffs):+.2f}, best {max(diffs):+.2f} | reference/fast time {ratio:.1f}x",
+            flush=True,
+        )
+
+
+def real_levels(folder: Path, levels: str | None):
+    """[(level name, (train_x, train_y, test_x, test_y))] of a CoG features set (`lifelong cog run` writes them into
+    the data root's cog-features/), each split memory-mapped as the probe gets it in a run."""
+    index = read_index(folder)
+    names = [level["name"] for level in index["levels"]]
+    chosen = names if not levels else [name for name in levels.split(",")]
+    unknown = sorted(set(chosen) - set(names))
+    if unknown:
+        raise SystemExit(f"--levels {unknown} not in {folder} (it has {names})")
+    return [(name, (*read_split(folder, name, "train"), *read_split(folder, name, "test"))) for name in chosen]
 
 
 def scale(args) -> None:
@@ -213,8 +279,21 @@ def main() -> None:
     parser.add_argument("--scale-epochs", type=int, default=1)
     parser.add_argument("--scale-lr-points", type=int, default=1, help="heads in the measured run (one wd each)")
     parser.add_argument("--quick", action="store_true", help="smoke run in seconds (sizes and trials cut down)")
+    parser.add_argument(
+        "--features", type=Path, default=None, help="a CoG features set folder (real features): probe its levels"
+    )
+    parser.add_argument("--levels", default=None, help="with --features: comma-separated levels (default: all)")
+    parser.add_argument(
+        "--variant",
+        action="append",
+        default=None,
+        help="fast probe settings to compare, repeatable: NAME=epochs:E,lrs:K,wds:A/B/C,heads:H (default: the "
+        "probe's defaults)",
+    )
     args = parser.parse_args()
     args.seeds = [int(s) for s in args.seeds.split(",")]
+    args.variants = [parse_variant(v) for v in (args.variant or ["default"])]
+    args.summary = []
     if args.quick:
         args.classes, args.per_class, args.dim, args.test_per_class = 50, 20, 16, 10
         args.small_classes, args.small_per_class, args.small_dim, args.small_test_per_class = 10, 30, 16, 20
@@ -230,6 +309,15 @@ def main() -> None:
         + (" | QUICK smoke run: sizes and trials cut, ratios meaningless" if args.quick else ""),
         flush=True,
     )
+    if args.features is not None:
+        args.noise_used = None
+        for level, data in real_levels(args.features, args.levels):
+            classes, dim = int(data[1].max()) + 1, data[0].shape[1]
+            rows = f"{len(data[1])} train, {len(data[3])} test"
+            sizes = f"{args.features.name} {level}: {classes} classes, {rows}, {dim}-d"
+            compare(level, sizes, data, args)
+        summarise(args.summary)
+        args.set = "none"
     sets = {"small": ("i", "small"), "level": ("ii", "level")}
     for key in ("small", "level"):
         if args.set not in (key, "both"):
@@ -240,6 +328,8 @@ def main() -> None:
         data = synthetic_level(c, n, t, d, args.noise_used)
         label, _ = sets[key]
         compare(label, f"{c} classes x {n} train (+{t} test) x {d}-d", data, args)
+    if args.features is None and args.summary:
+        summarise(args.summary)
     if args.scale:
         scale(args)
     print(f"peak RSS {peak_rss_gib():.2f} GiB", file=sys.stderr)

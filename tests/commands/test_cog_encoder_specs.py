@@ -40,6 +40,7 @@ def test_cog_run_with_an_hf_folder(tmp_path, monkeypatch):
     save_tiny_hf_resnet(tmp_path / "tiny", side=20)
     images, levels, val = _data(tmp_path)
     args = ["cog", "run", "--encoder", f"hf:{tmp_path / 'tiny'}", "--data", str(images), "--levels-file", str(levels)]
+    args += ["--probe", "fast"]
     args += ["--seeds", "1", "--out", str(tmp_path / "runs"), "--data-root", str(tmp_path / "data"), *val]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output

@@ -52,6 +52,7 @@ def test_run_on_concept_folders_with_a_levels_file(tmp_path):
         writer.writerows([[w, w, 0.5, 1 + i // 2] for i, w in enumerate(unseen)])
     encoder = save_encoder(untrained_encoder("resnet_mini", resolution=16), tmp_path / "random.pt")
     args = ["cog", "run", "--encoder", str(encoder), "--data", str(tmp_path / "images"), "--levels-file", str(levels)]
+    args += ["--probe", "fast"]
     args += ["--seeds", "1", "--out", str(tmp_path / "runs"), "--data-root", str(tmp_path / "data")]
     no_val = CliRunner().invoke(app, args)
     assert no_val.exit_code != 0 and "--seen-val" in no_val.output  # never a split of training images
@@ -101,13 +102,15 @@ def test_run_with_the_authors_levels_pickle_and_split_file(tmp_path):
     levels = tmp_path / "levels.pkl"
     args = ["cog", "run", "--encoder", str(encoder), "--data", str(images), "--levels-file", str(levels)]
     args += ["--split-file", str(tmp_path / "split.pkl"), "--seeds", "1", "--out", str(tmp_path / "runs")]
-    args += ["--data-root", str(tmp_path / "data"), *seen_val_args(tmp_path, seen)]
+    args += ["--data-root", str(tmp_path / "data"), *seen_val_args(tmp_path, seen), "--probe", "fast"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     (index_file,) = (tmp_path / "data" / "cog-features").glob("*/cog.json")
     index = json.loads(index_file.read_text())
     assert [(lv["name"], lv["wnids"]) for lv in index["levels"]] == [
-        ("seen", sorted(seen)), ("L1", sorted(unseen[:2])), ("L2", sorted(unseen[2:]))
+        ("seen", sorted(seen)),
+        ("L1", sorted(unseen[:2])),
+        ("L2", sorted(unseen[2:])),
     ]
     for split_name, rows in (("train", MIN_TRAIN_IMAGES), ("test", TEST_IMAGES)):
         manifest = json.loads((index_file.parent / "L1" / split_name / "manifest.json").read_text())

@@ -17,7 +17,7 @@ def stream(tmp_path):
 
 
 def test_runs_the_stream_and_separable_levels_score_high(stream):
-    result = run(make_learner("linear-probe"), stream, seed=22)
+    result = run(make_learner("linear-probe", probe="fast"), stream, seed=22)
     errors = {r["task"]: r["error"] for r in result.records if r["type"] == "predict"}
     assert set(errors) == {t.key.uid for t in stream.tasks}
     assert errors["cog-seen-all"] < 0.2  # well-separated clusters
@@ -40,6 +40,7 @@ def test_same_seed_same_scores_and_predict_checks_task(stream):
 
 
 def test_options_are_checked():
+    assert make_learner("linear-probe").config.probe == "reference"  # naver/cog's recipe unless asked
     assert make_learner("linear-probe", probe="reference", trials=2, epochs=3).config.trials == 2
     with pytest.raises(ValueError, match="probe must be one of"):
         make_learner("linear-probe", probe="slow")
@@ -52,7 +53,7 @@ def test_scores_with_the_probes_own_classifier(stream):
     from lifelong.learners.probe import _features
     from lifelong.training.probes import fast_probe
 
-    learner = make_learner("linear-probe")
+    learner = make_learner("linear-probe", probe="fast")
     train = stream.events()[0]
     state, _ = learner.train(train, learner.init(45))
     x, y = _features(train.train_and_dev, "test")

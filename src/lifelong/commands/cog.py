@@ -48,7 +48,7 @@ EXECUTORS = ("local", "ray")
 def held_out_style_folds(encoder: str, data: str, test_style: str | None) -> list[tuple[str | None, str]]:
     """[(held-out style or None, encoder spec)]: one fold without --test-style; every style family with "all",
     "{style}" in the encoder spec replaced by each family (an encoder trained on that fold's training styles)."""
-    from lifelong.data.sources.emoji_art import FAMILIES
+    from lifelong.data.sources.emoji_art import HOLDOUT_FAMILIES
 
     if test_style is None:
         if "{style}" in encoder:
@@ -58,7 +58,7 @@ def held_out_style_folds(encoder: str, data: str, test_style: str | None) -> lis
         check_test_style(test_style)
     if data != "cog-mini":
         raise ValueError("--test-style goes with --data cog-mini (the held-out artwork family of its test images)")
-    styles = list(FAMILIES) if test_style == "all" else [test_style]
+    styles = list(HOLDOUT_FAMILIES) if test_style == "all" else [test_style]
     if len(styles) > 1 and "{style}" not in encoder and Path(encoder).is_file():
         note(
             f"one encoder file for every held-out style: if {encoder} was trained on cog-mini, its seen level is "
@@ -141,8 +141,9 @@ def run_command(
         typer.Option(
             "--test-style",
             metavar="STYLE|all",
-            help="cog-mini: the artwork family held out for testing (noto, symbola, twemoji, openmoji; default "
-            "twemoji), or all: every family in turn, pooled ('{style}' in --encoder is replaced by each).",
+            help="cog-mini: the artwork family held out for testing (noto, twemoji, openmoji: the ones that draw "
+            "every concept; default twemoji), or all: each in turn, pooled ('{style}' in --encoder is replaced by "
+            "each).",
         ),
     ] = None,
     min_images: Annotated[
@@ -165,7 +166,15 @@ def run_command(
     seeds: Annotated[
         int | None, typer.Option("--seeds", metavar="K", min=1, max=5, help=SEEDS_HELP, show_default=False)
     ] = None,
-    probe: Annotated[str, typer.Option("--probe", metavar="fast|reference", help="Probe recipe.")] = "fast",
+    probe: Annotated[
+        str,
+        typer.Option(
+            "--probe",
+            metavar="reference|fast",
+            help="Probe recipe: reference (naver/cog's) or fast (a grid on a short schedule; not validated on real "
+            "features, docs/cog.md).",
+        ),
+    ] = "reference",
     seen_draws: Annotated[
         int,
         typer.Option(
@@ -228,7 +237,7 @@ def run_command(
     started = time.perf_counter()
     try:
         if probe not in PROBES:
-            raise ValueError(f"unknown --probe {probe!r}{did_you_mean(probe, PROBES)}; choose fast or reference")
+            raise ValueError(f"unknown --probe {probe!r}{did_you_mean(probe, PROBES)}; choose reference or fast")
         if executor not in EXECUTORS:
             raise ValueError(f"unknown --executor {executor!r}{did_you_mean(executor, EXECUTORS)}; choose local or ray")
         chosen_seeds = protocol_seeds(seed, seeds)
@@ -335,7 +344,7 @@ def pretrain_command(
         typer.Option(
             "--test-style",
             metavar="STYLE",
-            help="Train on the cog-mini fold that holds this artwork family out (noto, symbola, twemoji, openmoji; "
+            help="Train on the cog-mini fold that holds this artwork family out (noto, twemoji, openmoji; "
             "default twemoji), for `cog run --test-style`.",
         ),
     ] = None,

@@ -18,11 +18,16 @@ CONCEPT_SETS = ("seen", "all")  # what `cog pretrain --concepts` trains on
 def check_test_style(test_style: str | None) -> None:
     """A ValueError in CLI words unless `test_style` is None or an artwork family."""
     from lifelong.core.suggest import did_you_mean
-    from lifelong.data.sources.emoji_art import FAMILIES
+    from lifelong.data.sources.emoji_art import FAMILIES, HOLDOUT_FAMILIES
 
-    if test_style is not None and test_style not in FAMILIES:
-        hint = did_you_mean(test_style, FAMILIES)
-        raise ValueError(f"unknown --test-style {test_style!r}{hint}; choose among {', '.join(FAMILIES)}")
+    if test_style is not None and test_style not in HOLDOUT_FAMILIES:
+        if test_style in FAMILIES:
+            raise ValueError(
+                f"--test-style {test_style} cannot hold the test images: that artwork does not draw every cog-mini "
+                f"concept (it is a training style only); choose among {', '.join(HOLDOUT_FAMILIES)}"
+            )
+        hint = did_you_mean(test_style, HOLDOUT_FAMILIES)
+        raise ValueError(f"unknown --test-style {test_style!r}{hint}; choose among {', '.join(HOLDOUT_FAMILIES)}")
 
 
 def _cog_mini_folders(data_root: Path | None, levels: list[str] | None = None, test_style: str | None = None):

@@ -25,11 +25,12 @@ PREDICT_ROWS = 65_536
 
 @dataclass(frozen=True)
 class ProbeConfig:
-    """`probe`: fast (a grid trained together, short schedule) or reference (30 Optuna TPE trials x 100 epochs).
+    """`probe`: reference (naver/cog's 30 Optuna TPE trials x 100 epochs: the default) or fast (a grid trained
+    together on a short schedule; not validated within 0.3 points on real features, see docs/cog.md).
     `trials`/`epochs`: override the reference probe's (None: the protocol's). `device`: auto, cpu, cuda or cuda:N
     (None: the current accelerator's, as every model)."""
 
-    probe: str = "fast"
+    probe: str = "reference"
     trials: int | None = None
     epochs: int | None = None
     device: str | None = None
@@ -40,7 +41,7 @@ class ProbeConfig:
 
             object.__setattr__(self, "device", check_device_spec(self.device))
         if self.probe not in PROBES:
-            raise ValueError(f"probe must be one of {PROBES}, got {self.probe!r}; e.g. -o probe=fast")
+            raise ValueError(f"probe must be one of {PROBES}, got {self.probe!r}; e.g. -o probe=reference")
         for name in ("trials", "epochs"):
             value = getattr(self, name)
             if value is not None and value < 1:

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from lifelong.learners.probe import ProbeConfig
 from lifelong.report.pages import write_page
 from lifelong.report.plots import new_figure, outside_legend, save_png, wrap_label
 from lifelong.report.runs import Run, legend_rows
@@ -36,7 +37,7 @@ RELATIVE = (
 def _encoder(data: RunData) -> tuple[str, str]:
     config = data.info.get("config", {})
     features = str(config.get("stream_options", {}).get("features", "?"))
-    return features, str(config.get("learner_options", {}).get("probe", "fast"))
+    return features, str(config.get("learner_options", {}).get("probe", ProbeConfig.probe))
 
 
 def cog_values(runs: Sequence[RunData]) -> dict[tuple[str, str, str, str], list[float]]:
@@ -95,9 +96,7 @@ def _level_order(level: str) -> tuple[int, str]:
     return (0, "") if level == "seen" else (1, level.zfill(8))
 
 
-def level_table(
-    values: dict, shots: str, intervals: dict | None = None
-) -> tuple[list[str], list[dict[str, Any]]]:
+def level_table(values: dict, shots: str, intervals: dict | None = None) -> tuple[list[str], list[dict[str, Any]]]:
     """(levels, rows): per (encoder, probe) the mean ± std cells (with the interval over concepts when known) and
     the relative-to-seen cells."""
     intervals = intervals or {}
