@@ -170,6 +170,21 @@ def test_cog_table_fits_80_columns_with_every_level_and_shot(monkeypatch, capsys
     assert sum(line.lstrip("│ ").startswith("L5") for line in lines) >= 2  # split into tables, each with every level
 
 
+def test_held_out_styles_get_a_table_each_before_the_pooled_one(monkeypatch, capsys):
+    from lifelong.commands.cog import print_fold_tables
+
+    monkeypatch.setattr(terminal.console, "width", 120)
+    easy = [_result(lv, "all", [0.1, 0.1]) for lv in ("seen", "L1")]
+    hard = [_result(lv, "all", [0.7, 0.7]) for lv in ("seen", "L1")]
+    print_fold_tables(easy + hard, [2, 2], ["noto", "openmoji"], ["set-noto", "set-openmoji"], title="CoG")
+    out = capsys.readouterr().out
+    assert out.index("CoG, noto held out") < out.index("CoG, openmoji held out") < out.index("CoG: mean")
+    assert "90.00 ± 0.00" in out and "30.00 ± 0.00" in out  # each style alone: no spread
+    assert "60.00 ± 30.00" in out and "mixes the styles' difficulty" in out  # pooled: the styles' difference
+    print_fold_tables(easy, [2], [None], ["set"], title="CoG")
+    assert "held out" not in capsys.readouterr().out
+
+
 def test_levels_checks_names_and_keeps_an_existing_out(tmp_path):
     out = tmp_path / "levels.csv"
     typo = invoke(["cog", "levels", "--out", str(out), "--similarity", "lni"])

@@ -257,7 +257,8 @@ def run_command(
             accelerator=accelerator_specs(device, precision, compile, channels_last),
         )
         folds = []  # (encoder spec, features plan) per held-out style: one fold without --test-style
-        for style, spec in held_out_style_folds(encoder, data, test_style):
+        style_folds = held_out_style_folds(encoder, data, test_style)
+        for style, spec in style_folds:
             plan = plan_features(
                 spec,
                 data,
@@ -273,12 +274,14 @@ def run_command(
             for run_spec in _specs(plan.name, data, chosen, counts, **common):  # before any extraction
                 check_folder(run_spec)
             folds.append((plan, chosen))
-        specs, features = [], []
+        specs, features, fold_sizes = [], [], []
         for plan, chosen in folds:
             features.append(
                 extract_levels(plan, chosen, threads=threads, skip_corrupt=skip_corrupt, overwrite=overwrite)
             )
-            specs += cog_run_specs(features[-1], data, levels=",".join(chosen), shots=shots, **common)
+            fold_specs = cog_run_specs(features[-1], data, levels=",".join(chosen), shots=shots, **common)
+            specs += fold_specs
+            fold_sizes.append(len(fold_specs))
         results = run_cog_specs(
             specs,
             executor=executor,
@@ -298,9 +301,8 @@ def run_command(
     except (OSError, ValueError, ImportError, RuntimeError) as exc:
         raise fail(exc) from None
     finished_means_exit_0()  # the runs are saved: a late signal ends the command with success, as `lifelong run`
-    print_cog_table(results, title=f"ImageNet-CoG top-1 (%), {probe} probe", features=", ".join(features))
-    if len(features) > 1:
-        console.print(f"pooled over {len(features)} held-out artwork styles and the seeds")
+    styles = [style for style, _ in style_folds]
+    print_fold_tables(results, fold_sizes, styles, features, title=f"ImageNet-CoG top-1 (%), {probe} probe")
     print_concept_intervals(results, [spec.folder for spec in specs])
     console.print(f"results: {escape(str(out))} (see `lifelong results {escape(str(out))}`)", soft_wrap=True)
     console.print(f"time: {time.perf_counter() - started:.1f} s")
@@ -562,6 +564,24 @@ def cog_top1(results: list[dict]) -> dict[tuple[str, str], list[float]]:
                 level, shots = split_task_name(record["task"])
                 table.setdefault((base_level(level), shots), []).append(100.0 * (1.0 - float(record["error"])))
     return table
+
+
+def print_fold_tables(
+    results: list[dict], fold_sizes: list[int], styles: list[str | None], features: list[str], *, title: str
+) -> None:
+    """The CoG table of `results` (consecutive runs of each fold, `fold_sizes` of them); with several held-out
+    styles, one table per style first (their differences are the styles' difficulty), then the pooled one."""
+    if len(fold_sizes) > 1:
+        start = 0
+        for style, size, name in zip(styles, fold_sizes, features, strict=True):
+            print_cog_table(results[start : start + size], title=f"{title}, {style} held out", features=name)
+            start += size
+    print_cog_table(results, title=title, features=", ".join(features))
+    if len(fold_sizes) > 1:
+        console.print(
+            f"pooled over {len(fold_sizes)} held-out artwork styles and the seeds: the std mixes the styles' "
+            "difficulty (the tables above) with the seeds'"
+        )
 
 
 def print_cog_table(results: list[dict], *, title: str, features: str | None = None) -> None:
