@@ -103,3 +103,70 @@ def test_a_truth_without_parts_is_an_error():
         topk_correct(np.zeros((2, 1)), [("a",)], [("a",), (None, None, None)], k=1)
     with pytest.raises(ValueError, match="candidate 0"):
         topk_correct(np.zeros((1, 1)), ["abc"], [("a",)], k=1)
+
+
+def authors_brute_force(similarity, candidates, truths, k):
+    """The authors' rule written plainly: full ranking by (similarity desc, index asc), 1-based ranks; a <S> or
+    <S,P> truth hits when its best-ranked compatible candidate's rank is at most K + |G| - 1; any other truth only
+    when the identical candidate ranks within K."""
+    out = []
+    for row, truth in zip(similarity, truths, strict=True):
+        order = sorted(range(len(candidates)), key=lambda j: (-row[j], j))
+        rank = {j: position + 1 for position, j in enumerate(order)}
+        want = [None if p == "*" else p for p in truth]
+        wildcard = want[0] is not None and want[2] is None
+        group = []
+        for j, candidate in enumerate(candidates):
+            have = [None if p == "*" else p for p in candidate]
+            if wildcard:
+                compatible = all(w is None or w == h for w, h in zip(want, have, strict=True))
+            else:
+                compatible = want == have
+            if compatible:
+                group.append(j)
+        window = k + len(group) - 1 if wildcard else k
+        out.append(bool(group) and min(rank[j] for j in group) <= window)
+    return np.array(out)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_authors_rule_matches_its_brute_force(seed):
+    rng = np.random.default_rng(100 + seed)
+    candidates = [random_fact(rng) for _ in range(int(rng.integers(1, 15)))]
+    truths = [random_fact(rng) for _ in range(40)]
+    similarity = rng.integers(0, 4, size=(40, len(candidates))).astype(float)  # few values: many ties
+    for k in range(1, len(candidates) + 1):
+        expected = authors_brute_force(similarity.tolist(), candidates, truths, k)
+        got = topk_correct(similarity, candidates, truths, k=k, rule="authors")
+        np.testing.assert_array_equal(got, expected)
+
+
+def test_the_authors_rule_widens_the_window_for_wildcards_only():
+    # rank order by similarity: <tiger,jumping>, <lion,eating,meat>, <lion,eating>, <zebra>, <lion>, <lion,*,meat>
+    candidates = [Fact("lion"), Fact("lion", "eating", "meat"), Fact("tiger", "jumping"), Fact("lion", "eating")]
+    candidates += [Fact("zebra"), ("lion", None, "meat")]
+    row = np.array([[2.0, 5.0, 6.0, 4.0, 3.0, 1.0]])
+    lion = [Fact("lion")]  # G = <lion>, <lion,eating,meat>, <lion,eating>, <lion,*,meat>: best at rank 2
+    assert topk_correct(row, candidates, lion, k=1, rule="authors")[0]  # 2 <= 1 + 4 - 1
+    assert not topk_correct(row, candidates, lion, k=1, rule="strict")[0]
+    full = [Fact("lion", "eating", "meat")]  # exact only: rank 2
+    assert not topk_correct(row, candidates, full, k=1, rule="authors")[0]
+    assert topk_correct(row, candidates, full, k=2, rule="authors")[0]
+    gap = [("lion", None, "meat")]  # <S,*,O>: only the identical candidate, rank 6
+    assert not topk_correct(row, candidates, gap, k=5, rule="authors")[0]
+    assert topk_correct(row, candidates, gap, k=2, rule="strict")[0]  # ours: <lion,eating,meat> matches it
+    with pytest.raises(ValueError, match="rule must be one of"):
+        topk_correct(row, candidates, lion, k=1, rule="paper")
+
+
+def test_the_authors_rule_in_blocks(monkeypatch):
+    from lifelong.facts import topk
+
+    rng = np.random.default_rng(3)
+    candidates = [random_fact(rng) for _ in range(30)]
+    truths = [random_fact(rng) for _ in range(200)]
+    similarity = rng.normal(size=(200, 30)).round(1)
+    whole = topk_correct(similarity, candidates, truths, k=5, rule="authors")
+    monkeypatch.setattr(topk, "BLOCK_ELEMENTS", 7 * 30)
+    np.testing.assert_array_equal(topk_correct(similarity, candidates, truths, k=5, rule="authors"), whole)
+    np.testing.assert_array_equal(whole, authors_brute_force(similarity.tolist(), candidates, truths, 5))

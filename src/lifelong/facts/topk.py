@@ -7,6 +7,11 @@ parts are wildcards (<lion> matches <lion, eating, meat>; <lion, eating> matches
 Ranking (the tie rule): candidate a ranks above b when its similarity is larger, or equal and its index is smaller;
 the top K are the first K of that order, so ties are deterministic.
 
+Two rules (`rule=`): "strict" is the above. "authors" is the fact-learning authors' evaluation: a wildcard truth
+<S> or <S,P> is a hit when its best-ranked compatible candidate (same S; same S and P) ranks at most K + |G| - 1,
+G being all its compatible candidates, so each compatible candidate beyond the first widens the window by one; a
+full <S,P,O> truth, <S,*,O> and any other pattern count only the identical candidate within the top K.
+
 Cost: parts become integer ids; per block of images one partition finds each row's K-th value and exactly K
 (row, candidate) pairs are compared with the truth; no images x candidates match matrix.
 """
@@ -18,6 +23,7 @@ from collections.abc import Sequence
 import numpy as np
 
 UNDEFINED = "*"
+RULES = ("strict", "authors")
 BLOCK_ELEMENTS = 1 << 22  # similarity entries per block of images (~32 MB of float64)
 
 
@@ -63,11 +69,15 @@ def topk_correct(
     candidates: Sequence[Sequence[str | None]],
     truths: Sequence[Sequence[str | None]],
     k: int = 5,
+    rule: str = "strict",
 ) -> np.ndarray:
-    """Bool per image (row of `similarity`, images x candidates): a match of its truth is among its k best candidates.
+    """Bool per image (row of `similarity`, images x candidates): a match of its truth is among its k best candidates
+    (`rule="strict"`), or the authors' window for wildcard truths (`rule="authors"`, see the module docstring).
 
     Candidates and truths are (S, P, O) tuples (e.g. `Fact`s), None or "*" for an undefined part.
     """
+    if rule not in RULES:
+        raise ValueError(f"rule must be one of {RULES}, got {rule!r}")
     sim = similarity if isinstance(similarity, np.ndarray) else np.asarray(similarity, dtype=np.float64)
     n, c = len(truths), len(candidates)
     if n == 0 and sim.size == 0:
@@ -92,11 +102,35 @@ def topk_correct(
         nan = np.isnan(block).any(axis=1)
         if nan.any():
             raise ValueError(f"similarity row {start + int(np.flatnonzero(nan)[0])} (an image) holds NaN")
-        top = topk_indices(block, k)  # [b, k]
         truth = truth_ids[start : start + len(block), None, :]  # [b, 1, 3]
+        if rule == "authors":
+            out[start : start + len(block)] = _authors_hits(block, cand_ids, truth[:, 0, :], k)
+            continue
+        top = topk_indices(block, k)  # [b, k]
         match = ((truth < 0) | (cand_ids[top] == truth)).all(axis=2)  # [b, k]
         out[start : start + len(block)] = match.any(axis=1)
     return out
+
+
+def _authors_hits(block: np.ndarray, cand_ids: np.ndarray, truth: np.ndarray, k: int) -> np.ndarray:
+    """The authors' rule for a block of images: [b] bool. Truths whose defined parts are S alone or S and P are
+    wildcards (window K + |G| - 1 for the best compatible candidate); any other truth needs its identical candidate
+    (window K)."""
+    wildcard = (truth[:, 0] >= 0) & (truth[:, 2] < 0)  # <S> or <S,P>
+    compatible = np.where(
+        wildcard[:, None],
+        ((truth[:, None, :] < 0) | (cand_ids[None, :, :] == truth[:, None, :])).all(axis=2),
+        (cand_ids[None, :, :] == truth[:, None, :]).all(axis=2),
+    )  # [b, C]
+    group = compatible.sum(axis=1)
+    found = group > 0
+    masked = np.where(compatible, block, -np.inf)
+    best = masked.argmax(axis=1)  # first index among the highest-scoring compatible candidates: the tie rule
+    best_score = block[np.arange(len(block)), best][:, None]
+    columns = np.arange(block.shape[1])[None, :]
+    rank = 1 + (block > best_score).sum(axis=1) + ((block == best_score) & (columns < best[:, None])).sum(axis=1)
+    window = np.where(wildcard, k + group - 1, k)
+    return found & (rank <= window)
 
 
 def topk_accuracy(
@@ -104,11 +138,12 @@ def topk_accuracy(
     candidates: Sequence[Sequence[str | None]],
     truths: Sequence[Sequence[str | None]],
     k: int = 5,
+    rule: str = "strict",
 ) -> float:
-    """The share of images that are `topk_correct`."""
+    """The share of images that are `topk_correct` under `rule`."""
     if len(truths) == 0:
         raise ValueError("no images (truths) to score; top-k accuracy needs at least one")
-    return float(topk_correct(similarity, candidates, truths, k).mean())
+    return float(topk_correct(similarity, candidates, truths, k, rule=rule).mean())
 
 
-__all__ = ["encode_parts", "topk_accuracy", "topk_correct", "topk_indices"]
+__all__ = ["RULES", "encode_parts", "topk_accuracy", "topk_correct", "topk_indices"]
