@@ -170,3 +170,23 @@ def test_the_authors_rule_in_blocks(monkeypatch):
     monkeypatch.setattr(topk, "BLOCK_ELEMENTS", 7 * 30)
     np.testing.assert_array_equal(topk_correct(similarity, candidates, truths, k=5, rule="authors"), whole)
     np.testing.assert_array_equal(whole, authors_brute_force(similarity.tolist(), candidates, truths, 5))
+
+
+@pytest.mark.parametrize("rule", ["strict", "authors"])
+@pytest.mark.parametrize("seed", range(6))
+def test_chance_is_the_hit_rate_over_every_ranking(seed, rule):
+    """topk_chance against the exact average of topk_correct over all C! orderings of a few candidates."""
+    import itertools
+
+    from lifelong.facts.topk import topk_chance
+
+    rng = np.random.default_rng(200 + seed)
+    candidates = [random_fact(rng) for _ in range(int(rng.integers(2, 7)))]
+    truths = [random_fact(rng) for _ in range(10)]
+    orders = list(itertools.permutations(range(len(candidates))))
+    for k in range(1, len(candidates) + 1):
+        hits = np.zeros(len(truths))
+        for order in orders:
+            scores = np.tile(-np.argsort(order).astype(float), (len(truths), 1))  # candidate order[0] ranks first
+            hits += topk_correct(scores, candidates, truths, k=k, rule=rule)
+        np.testing.assert_allclose(topk_chance(candidates, truths, k=k, rule=rule), hits / len(orders), atol=1e-12)

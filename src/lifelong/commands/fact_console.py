@@ -10,7 +10,7 @@ from rich.table import Table
 from lifelong.commands.run_console import print_path
 from lifelong.commands.terminal import console
 from lifelong.core.files import atomic_write_bytes
-from lifelong.metrics.fact_metric import HEADLINE, summarize_fact_seeds
+from lifelong.metrics.fact_metric import BY_RULE, HEADLINE, summarize_fact_seeds
 from lifelong.results.runs import group_id
 
 
@@ -38,6 +38,9 @@ def print_fact_run(result: dict) -> None:
     figures = [f"{label} {_percent(result.get(key))}%" for key, label in HEADLINE if result.get(key) is not None]
     if figures:
         console.print("; ".join(figures) + f"; cumulative training FLOPs {result['cumulative_train_flops']:.3e}")
+    by_rule = [f"{label} {_percent(result.get(key))}%" for key, label in BY_RULE if result.get(key) is not None]
+    if by_rule:
+        console.print("; ".join(by_rule))
     few = (result.get("fact_few_shot") or {}).get("accuracy")
     if few is not None:
         console.print(f"few-shot facts (generalized top-5): {_percent(few)}%")
@@ -58,7 +61,7 @@ def print_fact_seeds(results: list[dict], out: Path) -> Path | None:
     table = Table(title=f"{name}: {len(finished)} seeds, mean ± std (%)")
     table.add_column("figure", overflow="fold")
     table.add_column("mean ± std", justify="right")
-    labels = dict(HEADLINE)
+    labels = dict(HEADLINE + BY_RULE)
     for key, s in stats.items():
         std = "" if s["std"] is None else f" ± {100 * s['std']:.2f}"
         table.add_row(labels[key], f"{100 * s['mean']:.2f}{std}")

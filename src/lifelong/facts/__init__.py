@@ -16,7 +16,7 @@ from lifelong.facts.facts import (
     parse_fact,
     read_facts_csv,
 )
-from lifelong.facts.topk import topk_accuracy, topk_correct
+from lifelong.facts.topk import topk_accuracy, topk_chance, topk_correct
 from lifelong.facts.vectors import (
     OOV_MODES,
     PHRASE_RULE,
@@ -46,5 +46,6 @@ __all__ = [
     "read_word_vectors",
     "sentence_vectors",
     "topk_accuracy",
+    "topk_chance",
     "topk_correct",
 ]

@@ -133,6 +133,40 @@ def _authors_hits(block: np.ndarray, cand_ids: np.ndarray, truth: np.ndarray, k:
     return found & (rank <= window)
 
 
+def topk_chance(
+    candidates: Sequence[Sequence[str | None]],
+    truths: Sequence[Sequence[str | None]],
+    k: int = 5,
+    rule: str = "strict",
+) -> np.ndarray:
+    """Per truth, the probability that `topk_correct` counts it a hit when the candidates are ranked at random: with
+    m counted candidates (strict: those matching the truth's defined parts; authors: its group G) and a window of w
+    ranks (strict: K; authors: K + |G| - 1 for <S> and <S,P>, else K with the identical candidates), 1 - the chance
+    that none of the m falls in the first w of C: 1 - prod_{i<m} (C - w - i) / (C - i)."""
+    if rule not in RULES:
+        raise ValueError(f"rule must be one of {RULES}, got {rule!r}")
+    c = len(candidates)
+    if not 1 <= k <= c:
+        raise ValueError(f"k must be between 1 and the number of candidates ({c}), got {k}")
+    cand_ids, truth_ids = encode_parts(candidates, truths)
+    unique, inverse = np.unique(truth_ids, axis=0, return_inverse=True)
+    wildcard = (unique[:, 0] >= 0) & (unique[:, 2] < 0)
+    matches = ((unique[:, None, :] < 0) | (cand_ids[None, :, :] == unique[:, None, :])).all(axis=2).sum(axis=1)
+    if rule == "authors":
+        identical = (cand_ids[None, :, :] == unique[:, None, :]).all(axis=2).sum(axis=1)
+        counted = np.where(wildcard, matches, identical)
+        windows = np.where(wildcard, np.minimum(c, k + matches - 1), k)
+    else:
+        counted, windows = matches, np.full(len(unique), k)
+    chance = np.empty(len(unique))
+    for row, (m, w) in enumerate(zip(counted, windows, strict=True)):
+        none_in = 1.0
+        for i in range(int(m)):
+            none_in *= max(0, c - int(w) - i) / (c - i)
+        chance[row] = 1.0 - none_in
+    return chance[np.asarray(inverse).reshape(-1)]
+
+
 def topk_accuracy(
     similarity: np.ndarray | Sequence[Sequence[float]],
     candidates: Sequence[Sequence[str | None]],
@@ -146,4 +180,4 @@ def topk_accuracy(
     return float(topk_correct(similarity, candidates, truths, k, rule=rule).mean())
 
 
-__all__ = ["RULES", "encode_parts", "topk_accuracy", "topk_correct", "topk_indices"]
+__all__ = ["RULES", "encode_parts", "topk_accuracy", "topk_chance", "topk_correct", "topk_indices"]

@@ -27,11 +27,26 @@ HEADLINE = (  # (summary key, short label) of a run's headline figures, all frac
     ("fact_bwt", "BWT"),
     ("fact_fwt", "FWT"),
 )
+BY_RULE = (  # the authors' top-K rule beside ours, and the chance level of a random ranking under each
+    ("fact_standard_mean_over_examples_authors", "standard, examples, authors' rule"),
+    ("fact_generalized_mean_over_examples_authors", "generalized, examples, authors' rule"),
+    ("fact_generalized_chance_over_examples", "chance, generalized, examples"),
+    ("fact_generalized_chance_over_examples_authors", "chance, generalized, examples, authors' rule"),
+)
+_RULE_FIELDS = (  # record field -> summary key (a share of the examples)
+    ("fact_standard_correct_authors", "fact_standard_mean_over_examples_authors"),
+    ("fact_generalized_correct_authors", "fact_generalized_mean_over_examples_authors"),
+    ("fact_standard_chance", "fact_standard_chance_over_examples"),
+    ("fact_generalized_chance", "fact_generalized_chance_over_examples"),
+    ("fact_standard_chance_authors", "fact_standard_chance_over_examples_authors"),
+    ("fact_generalized_chance_authors", "fact_generalized_chance_over_examples_authors"),
+)
 
 
 @dataclass(frozen=True)
 class _FactState:
-    # (after_task_index, task_index) -> (items, standard correct, generalized correct, per-fact counts)
+    # (after_task_index, task_index), items, standard correct, generalized correct, per-fact counts, the
+    # _RULE_FIELDS values (None where a record has none)
     cells: tuple = ()
 
 
@@ -66,6 +81,7 @@ class FactMetrics:
             int(record["fact_standard_correct"]),
             int(record["fact_generalized_correct"]),
             tuple(tuple(int(v) for v in row) for row in record["fact_items"]),
+            tuple(float(record[field]) if field in record else None for field, _ in _RULE_FIELDS),
         )
         return replace(state, cells=state.cells + (cell,))
 
@@ -95,6 +111,10 @@ class FactMetrics:
         out["fact_drop_mean_over_examples"] = (
             out["fact_standard_mean_over_examples"] - out["fact_generalized_mean_over_examples"]
         )
+        for column, (_, key) in enumerate(_RULE_FIELDS):
+            counts = [c[5][column] for c in final]
+            if all(v is not None for v in counts):  # records written before these fields have none
+                out[key] = float(sum(counts) / items.sum())
         out.update(self._transfer(cells, last))
         out.update(self._breakdowns(final))
         return out
@@ -103,7 +123,7 @@ class FactMetrics:
         """R (generalized accuracy, rows trained so far), and BWT / FWT once the stream is done and b is known."""
         T = self.num_tasks
         R = np.full((T, T), np.nan)
-        for (after, task), n, _, g, _ in cells.values():
+        for (after, task), n, _, g, *_ in cells.values():
             if after >= 0:
                 R[after, task] = g / n
         out: dict = {"fact_R": [[None if np.isnan(v) else float(v) for v in row] for row in R]}
@@ -140,7 +160,7 @@ def summarize_fact_seeds(summaries: list[dict]) -> dict[str, dict]:
     """{key: {"mean", "std" (ddof=1; None for one seed), "n", "values"}} of every headline figure over the runs'
     summaries that have it (an unfinished run has none)."""
     stats = {}
-    for key, _ in HEADLINE:
+    for key, _ in HEADLINE + BY_RULE:
         values = [float(s[key]) for s in summaries if s.get(key) is not None]
         if values:
             mean, std = mean_std(values)

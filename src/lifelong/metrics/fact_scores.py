@@ -15,7 +15,7 @@ import numpy as np
 
 from lifelong.core.tasks import TaskKey
 from lifelong.facts.facts import Fact, parse_fact
-from lifelong.facts.topk import topk_correct
+from lifelong.facts.topk import topk_chance, topk_correct
 
 TOP_K = 5  # K of the paper's top-K accuracies, everywhere
 
@@ -40,7 +40,9 @@ def fact_record(task: TaskKey, labels: np.ndarray, scores: np.ndarray, k: int = 
     """Record fields of one evaluation: `error` = 1 - generalized top-K, the correct counts, and per-fact counts.
 
     `fact_items` lists [fact index, items, standard correct, generalized correct] for every fact with items.
-    Standard top-K uses min(K, the task's facts) candidates (`fact_standard_k`).
+    Standard top-K uses min(K, the task's facts) candidates (`fact_standard_k`). The `..._authors` counts use the
+    authors' top-K rule (`topk_correct(rule="authors")`); the `..._chance` fields are the expected hits of a random
+    ranking under each rule (`topk_chance`).
     """
     labels = np.asarray(labels, dtype=np.int64)
     scores = np.asarray(scores)
@@ -51,7 +53,19 @@ def fact_record(task: TaskKey, labels: np.ndarray, scores: np.ndarray, k: int = 
     generalized = topk_correct(scores, facts, truths, k=min(k, len(facts)))
     owned = task_facts(task)
     standard_k = min(k, len(owned))
-    standard = topk_correct(scores[:, owned], [facts[i] for i in owned], truths, k=standard_k)
+    own_facts = [facts[i] for i in owned]
+    standard = topk_correct(scores[:, owned], own_facts, truths, k=standard_k)
+    by_rule = {  # the authors' rule beside ours, and both rules' chance (expected hits under a random ranking)
+        "fact_standard_correct_authors": int(
+            topk_correct(scores[:, owned], own_facts, truths, k=standard_k, rule="authors").sum()
+        ),
+        "fact_generalized_correct_authors": int(
+            topk_correct(scores, facts, truths, k=min(k, len(facts)), rule="authors").sum()
+        ),
+    }
+    for rule, suffix in (("strict", ""), ("authors", "_authors")):
+        by_rule[f"fact_standard_chance{suffix}"] = float(topk_chance(own_facts, truths, standard_k, rule).sum())
+        by_rule[f"fact_generalized_chance{suffix}"] = float(topk_chance(facts, truths, min(k, len(facts)), rule).sum())
     fact_ids, inverse = np.unique(labels, return_inverse=True)
     items = np.bincount(inverse, minlength=len(fact_ids))
     std = np.bincount(inverse, weights=standard, minlength=len(fact_ids))
@@ -63,6 +77,7 @@ def fact_record(task: TaskKey, labels: np.ndarray, scores: np.ndarray, k: int = 
         "fact_standard_correct": int(standard.sum()),
         "fact_generalized_correct": int(generalized.sum()),
         "fact_items": [[int(f), int(n), int(s), int(g)] for f, n, s, g in zip(fact_ids, items, std, gen, strict=True)],
+        **by_rule,
     }
 
 
