@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from lifelong.metrics.base import compute_all
-from lifelong.metrics.fact_metric import HEADLINE, FactMetrics, summarize_fact_seeds
+from lifelong.metrics.fact_metric import BY_RULE, HEADLINE, FactMetrics, summarize_fact_seeds
 from lifelong.report.pages import write_page
 from lifelong.report.plots import new_figure, outside_legend, plot_accuracy_matrix, save_png, wrap_label
 from lifelong.report.runs import Run, legend_rows
@@ -23,7 +23,7 @@ from lifelong.results import RunData
 
 PAGE = SYSTEMS[FACTS].page
 TEMPLATE = "facts.html.j2"
-COLUMNS = HEADLINE
+COLUMNS = HEADLINE + BY_RULE  # the authors' top-K rule and both rules' chance after ours
 
 
 def fact_summary(data: RunData) -> dict[str, Any]:
