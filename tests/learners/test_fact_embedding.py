@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import warnings
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
@@ -142,3 +145,19 @@ def test_joint_gives_identical_generalized_accuracy_on_two_different_splits():
 def test_fact_learner_refuses_a_stream_without_facts():
     with pytest.raises(ValueError, match="needs fact tasks"):
         FactLearner().check_tasks([t.key for t in testing.tiny_stream().tasks])
+
+
+def test_a_task_with_no_more_facts_than_k_is_warned_about_by_name():
+    from lifelong.suites.facts import SmallFactTaskWarning
+
+    counts = np.full(len(FACTS), 12)
+    task = np.zeros(len(FACTS), dtype=np.int64)
+    task[:3] = 1  # task 1 holds 3 facts: its standard top-5 cannot miss
+    split = replace(random_split(len(FACTS), 2, images_per_fact=counts, seed=0), task=task)
+    with pytest.warns(SmallFactTaskWarning, match=r"task 1 \(toy-facts-task1\) holds 3 fact\(s\)") as caught:
+        stream = fact_stream("toy-facts", FACTS, split, _vectors(), _images, counts, resolution=16)
+    assert len(caught) == 1 and stream.metadata["small_tasks"] == [1]
+    one_task = replace(split, task=np.zeros(len(FACTS), dtype=np.int64), tasks=1)  # all 10 facts: more than K
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SmallFactTaskWarning)
+        assert fact_stream("toy-facts", FACTS, one_task, _vectors(), _images, counts).metadata["small_tasks"] == []

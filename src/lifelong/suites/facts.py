@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import os
+import warnings
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -23,8 +24,15 @@ from lifelong.facts.facts import Fact
 from lifelong.facts.splits import Split, balance_rows, encode_facts, random_split, semantic_split
 from lifelong.facts.vectors import cached_part_vectors, fact_matrix
 from lifelong.metrics.fact_analysis import task_similarity
+from lifelong.metrics.fact_scores import TOP_K
 
 SPLIT_METHODS = ("semantic", "random")
+
+
+class SmallFactTaskWarning(UserWarning):
+    """A task of the split holds no more facts than K: its standard top-K is trivially 100%."""
+
+
 Images = Callable[[str], tuple[np.ndarray, np.ndarray]]  # split name -> (uint8 images [N, H, W, 3], fact index [N])
 
 
@@ -75,6 +83,16 @@ def fact_stream(
             meta["resolution"] = resolution
         key = TaskKey(f"{name}-task{t}", TaskKind.FACT, len(facts), names, domain="object", metadata=meta)
         tasks.append(StreamTask(key, functools.partial(_task_splits, key, owned, load), source=name))
+    small = [(t, int(np.sum(split.task == t))) for t in range(split.tasks) if np.sum(split.task == t) <= TOP_K]
+    for t, count in small:
+        warnings.warn(
+            SmallFactTaskWarning(
+                f"stream {name!r}: task {t} ({name}-task{t}) holds {count} fact(s), no more than K = {TOP_K}, so its "
+                f"standard top-{TOP_K} is trivially 100% (every own fact is among the top {TOP_K}); read its "
+                f"generalized top-{TOP_K}, or split into fewer tasks"
+            ),
+            stacklevel=2,
+        )
     vectors_flat = fact_vectors.reshape(len(facts), -1)
     similarity = task_similarity(vectors_flat, split.task, facts)
     info = {
@@ -88,6 +106,7 @@ def fact_stream(
             "score": None if split.score is None else list(split.score),
             "balance": balance_rows(split.task, split.tasks, np.asarray(train_images_per_fact)),
         },
+        "small_tasks": [t for t, _ in small],
         "task_similarity": {k: np.asarray(v).tolist() for k, v in similarity.items() if k in ("cosine", "spo_overlap")},
         **(metadata or {}),
     }
