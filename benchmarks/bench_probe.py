@@ -194,7 +194,7 @@ def real_levels(folder: Path, levels: str | None):
     the data root's cog-features/), each split memory-mapped as the probe gets it in a run."""
     index = read_index(folder)
     names = [level["name"] for level in index["levels"]]
-    chosen = names if not levels else [name for name in levels.split(",")]
+    chosen = levels.split(",") if levels else names
     unknown = sorted(set(chosen) - set(names))
     if unknown:
         raise SystemExit(f"--levels {unknown} not in {folder} (it has {names})")
@@ -309,15 +309,12 @@ def main() -> None:
         + (" | QUICK smoke run: sizes and trials cut, ratios meaningless" if args.quick else ""),
         flush=True,
     )
-    if args.features is not None:
-        args.noise_used = None
+    if args.features is not None:  # real features instead of the synthetic sets
+        args.noise_used, args.set = None, "none"
         for level, data in real_levels(args.features, args.levels):
             classes, dim = int(data[1].max()) + 1, data[0].shape[1]
             rows = f"{len(data[1])} train, {len(data[3])} test"
-            sizes = f"{args.features.name} {level}: {classes} classes, {rows}, {dim}-d"
-            compare(level, sizes, data, args)
-        summarise(args.summary)
-        args.set = "none"
+            compare(level, f"{args.features.name} {level}: {classes} classes, {rows}, {dim}-d", data, args)
     sets = {"small": ("i", "small"), "level": ("ii", "level")}
     for key in ("small", "level"):
         if args.set not in (key, "both"):
@@ -328,7 +325,7 @@ def main() -> None:
         data = synthetic_level(c, n, t, d, args.noise_used)
         label, _ = sets[key]
         compare(label, f"{c} classes x {n} train (+{t} test) x {d}-d", data, args)
-    if args.features is None and args.summary:
+    if args.summary:
         summarise(args.summary)
     if args.scale:
         scale(args)

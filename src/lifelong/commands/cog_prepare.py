@@ -194,8 +194,6 @@ def plan_features(
     levels: dict[str, Callable[[], dict]] = {}
     folder_options = {"--levels-file": levels_file, "--split-file": split_file, "--seen-train": seen_train}
     folder_options |= {"--seen-val": seen_val}
-    if data != "cog-mini" and test_style is not None:
-        raise ValueError("--test-style goes with --data cog-mini (the held-out artwork family of its test images)")
     if data == "cog-mini" and any(value is not None for value in folder_options.values()):
         given = ", ".join(flag for flag, value in folder_options.items() if value is not None)
         raise ValueError(f"{given} go(es) with --data DIR; cog-mini brings its own levels and splits")

@@ -112,25 +112,31 @@ def topk_correct(
     return out
 
 
+def _matching(truth: np.ndarray, cand_ids: np.ndarray) -> np.ndarray:
+    """[n, C] bool: candidate c has every part that truth i defines (our wildcard match)."""
+    return ((truth[:, None, :] < 0) | (cand_ids[None, :, :] == truth[:, None, :])).all(axis=2)
+
+
+def _authors_group(truth: np.ndarray, cand_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(wildcard [n], group [n, C]) of the authors' rule: <S> and <S,P> truths are wildcards whose group G is every
+    matching candidate; any other truth's group is its identical candidates."""
+    wildcard = (truth[:, 0] >= 0) & (truth[:, 2] < 0)
+    identical = (cand_ids[None, :, :] == truth[:, None, :]).all(axis=2)
+    return wildcard, np.where(wildcard[:, None], _matching(truth, cand_ids), identical)
+
+
 def _authors_hits(block: np.ndarray, cand_ids: np.ndarray, truth: np.ndarray, k: int) -> np.ndarray:
-    """The authors' rule for a block of images: [b] bool. Truths whose defined parts are S alone or S and P are
-    wildcards (window K + |G| - 1 for the best compatible candidate); any other truth needs its identical candidate
-    (window K)."""
-    wildcard = (truth[:, 0] >= 0) & (truth[:, 2] < 0)  # <S> or <S,P>
-    compatible = np.where(
-        wildcard[:, None],
-        ((truth[:, None, :] < 0) | (cand_ids[None, :, :] == truth[:, None, :])).all(axis=2),
-        (cand_ids[None, :, :] == truth[:, None, :]).all(axis=2),
-    )  # [b, C]
+    """The authors' rule for a block of images: [b] bool, the best-ranked member of each truth's group within
+    K + |G| - 1 (wildcards) or K (the rest)."""
+    wildcard, compatible = _authors_group(truth, cand_ids)
     group = compatible.sum(axis=1)
-    found = group > 0
     masked = np.where(compatible, block, -np.inf)
     best = masked.argmax(axis=1)  # first index among the highest-scoring compatible candidates: the tie rule
     best_score = block[np.arange(len(block)), best][:, None]
     columns = np.arange(block.shape[1])[None, :]
     rank = 1 + (block > best_score).sum(axis=1) + ((block == best_score) & (columns < best[:, None])).sum(axis=1)
     window = np.where(wildcard, k + group - 1, k)
-    return found & (rank <= window)
+    return (group > 0) & (rank <= window)
 
 
 def topk_chance(
@@ -149,15 +155,13 @@ def topk_chance(
     if not 1 <= k <= c:
         raise ValueError(f"k must be between 1 and the number of candidates ({c}), got {k}")
     cand_ids, truth_ids = encode_parts(candidates, truths)
-    unique, inverse = np.unique(truth_ids, axis=0, return_inverse=True)
-    wildcard = (unique[:, 0] >= 0) & (unique[:, 2] < 0)
-    matches = ((unique[:, None, :] < 0) | (cand_ids[None, :, :] == unique[:, None, :])).all(axis=2).sum(axis=1)
+    unique, inverse = np.unique(truth_ids, axis=0, return_inverse=True)  # the chance depends on the truth alone
     if rule == "authors":
-        identical = (cand_ids[None, :, :] == unique[:, None, :]).all(axis=2).sum(axis=1)
-        counted = np.where(wildcard, matches, identical)
-        windows = np.where(wildcard, np.minimum(c, k + matches - 1), k)
+        wildcard, group = _authors_group(unique, cand_ids)
+        counted = group.sum(axis=1)
+        windows = np.where(wildcard, np.minimum(c, k + counted - 1), k)
     else:
-        counted, windows = matches, np.full(len(unique), k)
+        counted, windows = _matching(unique, cand_ids).sum(axis=1), np.full(len(unique), k)
     chance = np.empty(len(unique))
     for row, (m, w) in enumerate(zip(counted, windows, strict=True)):
         none_in = 1.0

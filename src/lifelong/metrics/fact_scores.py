@@ -25,6 +25,24 @@ def _facts(class_names: tuple[str, ...]) -> tuple[Fact, ...]:
     return tuple(parse_fact(name, where=f"fact class {i}: ") for i, name in enumerate(class_names))
 
 
+@functools.lru_cache(maxsize=64)
+def _chance_fields(class_names: tuple[str, ...], owned: bytes, labels: bytes, k: int) -> tuple[tuple[str, float], ...]:
+    """Expected hits of a random ranking, standard and generalized, under both rules. They depend on the task's
+    facts and items alone, not on the scores, so a task evaluated after every training task computes them once."""
+    facts = _facts(class_names)
+    truths = [facts[i] for i in np.frombuffer(labels, dtype=np.int64)]
+    own_facts = [facts[i] for i in np.frombuffer(owned, dtype=np.int64)]
+    fields = []
+    for rule, suffix in (("strict", ""), ("authors", "_authors")):
+        fields.append(
+            (f"fact_standard_chance{suffix}", float(topk_chance(own_facts, truths, min(k, len(own_facts)), rule).sum()))
+        )
+        fields.append(
+            (f"fact_generalized_chance{suffix}", float(topk_chance(facts, truths, min(k, len(facts)), rule).sum()))
+        )
+    return tuple(fields)
+
+
 def task_facts(task: TaskKey) -> np.ndarray:
     """Indices (into the stream's facts) of the facts `task` owns, from its metadata; a ValueError without them."""
     owned = task.metadata.get("task_facts")
@@ -50,7 +68,8 @@ def fact_record(task: TaskKey, labels: np.ndarray, scores: np.ndarray, k: int = 
         raise ValueError(f"fact task {task.uid!r}: nothing to evaluate (no items)")
     facts = _facts(tuple(task.class_names))
     truths = [facts[i] for i in labels]
-    generalized = topk_correct(scores, facts, truths, k=min(k, len(facts)))
+    generalized_k = min(k, len(facts))
+    generalized = topk_correct(scores, facts, truths, k=generalized_k)
     owned = task_facts(task)
     standard_k = min(k, len(owned))
     own_facts = [facts[i] for i in owned]
@@ -60,12 +79,10 @@ def fact_record(task: TaskKey, labels: np.ndarray, scores: np.ndarray, k: int = 
             topk_correct(scores[:, owned], own_facts, truths, k=standard_k, rule="authors").sum()
         ),
         "fact_generalized_correct_authors": int(
-            topk_correct(scores, facts, truths, k=min(k, len(facts)), rule="authors").sum()
+            topk_correct(scores, facts, truths, k=generalized_k, rule="authors").sum()
         ),
+        **dict(_chance_fields(tuple(task.class_names), owned.tobytes(), labels.tobytes(), k)),
     }
-    for rule, suffix in (("strict", ""), ("authors", "_authors")):
-        by_rule[f"fact_standard_chance{suffix}"] = float(topk_chance(own_facts, truths, standard_k, rule).sum())
-        by_rule[f"fact_generalized_chance{suffix}"] = float(topk_chance(facts, truths, min(k, len(facts)), rule).sum())
     fact_ids, inverse = np.unique(labels, return_inverse=True)
     items = np.bincount(inverse, minlength=len(fact_ids))
     std = np.bincount(inverse, weights=standard, minlength=len(fact_ids))

@@ -27,13 +27,11 @@ from lifelong.metrics.fact_analysis import task_similarity
 from lifelong.metrics.fact_scores import TOP_K
 
 SPLIT_METHODS = ("semantic", "random")
+Images = Callable[[str], tuple[np.ndarray, np.ndarray]]  # split name -> (uint8 images [N, H, W, 3], fact index [N])
 
 
 class SmallFactTaskWarning(UserWarning):
     """A task of the split holds no more facts than K: its standard top-K is trivially 100%."""
-
-
-Images = Callable[[str], tuple[np.ndarray, np.ndarray]]  # split name -> (uint8 images [N, H, W, 3], fact index [N])
 
 
 def split_facts(
@@ -83,7 +81,8 @@ def fact_stream(
             meta["resolution"] = resolution
         key = TaskKey(f"{name}-task{t}", TaskKind.FACT, len(facts), names, domain="object", metadata=meta)
         tasks.append(StreamTask(key, functools.partial(_task_splits, key, owned, load), source=name))
-    small = [(t, int(np.sum(split.task == t))) for t in range(split.tasks) if np.sum(split.task == t) <= TOP_K]
+    facts_per_task = np.bincount(split.task, minlength=split.tasks)
+    small = [(t, int(count)) for t, count in enumerate(facts_per_task) if count <= TOP_K]
     for t, count in small:
         warnings.warn(
             SmallFactTaskWarning(
