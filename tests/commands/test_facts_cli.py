@@ -65,7 +65,21 @@ def read_rows(path):
 def test_semantic_split(files):
     tmp_path, facts, vectors = files
     out = tmp_path / "split.csv"
-    result = invoke(facts, "--vectors", vectors, "--tasks", 2, "--method", "semantic", "--out", out)
+    result = invoke(
+        facts,
+        "--vectors",
+        vectors,
+        "--tasks",
+        2,
+        "--method",
+        "semantic",
+        "--out",
+        out,
+        "--linkage",
+        "single",
+        "--distance",
+        "eq2",
+    )
     assert result.exit_code == 0, result.output
     rows = read_rows(out)
     assert rows[0] == ["S", "P", "O", "task"]
@@ -78,7 +92,7 @@ def test_semantic_split(files):
     assert split.method == "semantic" and split.linkage == "single" and split.tasks == 2
     assert ("car", None, None) in loaded and ("lion", "eating", "meat") in loaded
     assert sum(row["images"] for row in split.balance) == len(ROWS)  # images = rows per distinct fact
-    assert "semantic split (single linkage): 7 facts (9 images) in 2 tasks" in result.output
+    assert "semantic split (eq2 distance, single linkage): 7 facts (9 images) in 2 tasks" in result.output
     assert "fact%" in result.output  # the balance table
 
 
@@ -175,3 +189,17 @@ def test_semantic_split_with_the_sentence_model(files, monkeypatch):
     split, loaded = load_split(out)
     task = dict(zip(loaded, split.task.tolist(), strict=True))
     assert task[("lion", "eating", "meat")] == task[("tiger", "eating", "meat")] != task[("car", "driving", "road")]
+
+
+def test_auto_split_prints_every_variant_and_the_criterion(files):
+    tmp_path, facts, vectors = files
+    out = tmp_path / "auto.csv"
+    result = invoke(facts, "--vectors", vectors, "--tasks", 2, "--out", out)
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    for distance in ("eq2", "padded"):
+        for linkage in ("single", "average", "complete", "ward"):
+            assert any(line.split()[:2] == [distance, linkage] for line in lines), (distance, linkage)
+    assert sum(line.split()[-1:] == ["chosen"] for line in lines) == 1
+    assert "chosen by the criterion" in result.output
+    assert load_split(out)[0].distance in ("eq2", "padded")

@@ -117,8 +117,8 @@ def test_average_and_complete_match_scipy(method):
 
 def test_unknown_linkage_and_too_many_tasks():
     ids, vectors = random_facts(20, seed=5)
-    with pytest.raises(ValueError, match="unknown linkage 'ward'"):
-        semantic_split(ids, vectors, tasks=2, linkage="ward")
+    with pytest.raises(ValueError, match="unknown linkage 'median'"):
+        semantic_split(ids, vectors, tasks=2, linkage="median")
     with pytest.raises(ValueError, match="cannot split 20 facts into 21 tasks"):
         semantic_split(ids, vectors, tasks=21)
 

@@ -19,6 +19,7 @@ from lifelong.learners.fact_embedding import (
     FactLearner,
     FactMASLearner,
     cosine_scores,
+    fact_space,
 )
 from lifelong.learners.penalties import output_sensitivity
 from lifelong.run.environment import run
@@ -64,10 +65,10 @@ def _images(split: str) -> tuple[np.ndarray, np.ndarray]:
     return images, labels
 
 
-def make_stream(seed: int = 0, split_seed: int = 0, tasks: int = 2):
+def make_stream(seed: int = 0, split_seed: int = 0, tasks: int = 2, centre: bool = False):
     counts = np.full(len(FACTS), 12)
     split = random_split(len(FACTS), tasks, images_per_fact=counts, seed=split_seed)
-    return fact_stream("toy-facts", FACTS, split, _vectors(), _images, counts, resolution=16)
+    return fact_stream("toy-facts", FACTS, split, _vectors(), _images, counts, resolution=16, centre=centre)
 
 
 FAST = {"epochs": 2, "batch_size": 16, "resolution": 16, "lr": 0.05}
@@ -161,3 +162,19 @@ def test_a_task_with_no_more_facts_than_k_is_warned_about_by_name():
     with warnings.catch_warnings():
         warnings.simplefilter("error", SmallFactTaskWarning)
         assert fact_stream("toy-facts", FACTS, one_task, _vectors(), _images, counts).metadata["small_tasks"] == []
+
+
+def test_a_centred_stream_keeps_which_parts_are_defined_and_trains_on_them_only():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        stream = make_stream(centre=True)
+    key = stream.tasks[0].key
+    vectors, mask = fact_space(key)
+    np.testing.assert_allclose(vectors.mean(axis=0), 0.0, atol=1e-6)  # SUBMEAN over the stream's facts
+    np.testing.assert_array_equal(mask, [[p is not None for p in f] for f in FACTS])
+    assert np.abs(vectors[0, 1]).sum() > 0  # <cat>'s undefined P is -mean, not zero: the mask says it is undefined
+    plain = make_stream()
+    assert stream.metadata["centred"] and not plain.metadata["centred"]
+    assert stream.metadata["task_similarity"]["cosine"] != plain.metadata["task_similarity"]["cosine"]
+    result = run(FactLearner(**FAST), stream, seed=0)
+    assert np.isfinite(result.summary["fact_generalized_mean_over_examples"])

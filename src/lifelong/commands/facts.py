@@ -45,8 +45,22 @@ def split_command(
         ),
     ] = None,
     linkage: Annotated[
-        str, typer.Option("--linkage", metavar="single|average|complete", help="Semantic split's linkage.")
-    ] = "single",
+        str,
+        typer.Option(
+            "--linkage",
+            metavar="single|average|complete|ward|auto",
+            help="Semantic split's linkage; auto: the most balanced variant whose tasks each hold more than 5 facts.",
+        ),
+    ] = "auto",
+    distance: Annotated[
+        str,
+        typer.Option(
+            "--distance",
+            metavar="eq2|padded|auto",
+            help="Semantic split's fact distance: eq2 (parts defined in both facts), padded (zero-padded, centred "
+            "fact vectors: undefined parts count), or auto (as --linkage auto).",
+        ),
+    ] = "auto",
     seed: Annotated[int, typer.Option("--seed", metavar="N", help="Seed of the random split (and --oov random).")] = 0,
     oov: Annotated[
         str,
@@ -69,15 +83,10 @@ def split_command(
 ) -> None:
     """Split the distinct facts of FACTS.csv into tasks; images per fact (its rows) weigh the balance."""
     from lifelong.facts.facts import distinct_facts, read_facts_csv
-    from lifelong.facts.splits import (
-        balance_score,
-        balance_table,
-        encode_facts,
-        random_split,
-        save_split,
-        semantic_split,
-    )
+    from lifelong.facts.split_choice import CRITERION, chosen_semantic_split
+    from lifelong.facts.splits import balance_score, balance_table, encode_facts, random_split, save_split
     from lifelong.facts.vectors import OOV_MODES, cached_part_vectors
+    from lifelong.metrics.fact_scores import TOP_K
 
     started = time.perf_counter()
     try:
@@ -106,7 +115,9 @@ def split_command(
             part_vectors, report = cached_part_vectors(
                 vocabularies, vectors, oov=oov, seed=seed, cache_dir=cache_dir, progress=None
             )
-            split = semantic_split(part_ids, part_vectors, tasks, linkage=linkage, images_per_fact=images)
+            split = chosen_semantic_split(
+                part_ids, part_vectors, tasks, images, TOP_K, distance=distance.lower(), linkage=linkage.lower()
+            )
         save_split(split, facts, out)
     except (FileNotFoundError, ValueError) as exc:
         raise fail(exc) from None
@@ -115,11 +126,32 @@ def split_command(
         done = "left out of their phrases" if oov == "skip" else f"given random vectors (seed {seed})"
         listed = ", ".join(words[:20]) + (" ..." if len(words) > 20 else "")
         note(f"{len(words)} word(s) not in the word vectors, {done}: {listed}")
+    if "variants" in split.info:
+        console.print(escape(variants_table(split.info["variants"], split)), soft_wrap=True)
+        console.print(escape(f"chosen by the criterion: {CRITERION} (K = {split.info['k']})"))
     console.print(escape(balance_table(split)))
     score = split.score if split.score is not None else balance_score(split.task, tasks, images)
-    how = f"{split.linkage} linkage" if method == "semantic" else f"seed {seed}, best of {candidates}"
+    how = (
+        f"{split.distance} distance, {split.linkage} linkage"
+        if method == "semantic"
+        else f"seed {seed}, best of {candidates}"
+    )
     console.print(
         f"{method} split ({how}): {len(facts)} facts ({len(table.facts)} images) in {tasks} tasks; balance score "
-        f"images {score[0]:.3f}, facts {score[1]:.3f} (max deviation from the mean, lower is better); wrote "
-        f"{escape(str(out))} in {time.perf_counter() - started:.1f} s"
+        f"{score:.3f} (the largest relative deviation from the mean of facts and images per task, lower is "
+        f"better); wrote {escape(str(out))} in {time.perf_counter() - started:.1f} s"
     )
+
+
+def variants_table(rows: list[dict], chosen) -> str:
+    """One line per distance x linkage variant: facts and training images per task, image deviation, the choice."""
+    lines = [f"{'distance':<8} {'linkage':<9} {'facts per task':<18} {'training images per task':<28} {'dev':>6}"]
+    for row in rows:
+        mark = "chosen" if (row["distance"], row["linkage"]) == (chosen.distance, chosen.linkage) else ""
+        mark = mark or ("" if row["eligible"] else f"task of {row['smallest_task']} facts")
+        facts = "/".join(str(f) for f in row["facts"])
+        images = "/".join(str(i) for i in row["images"])
+        lines.append(
+            f"{row['distance']:<8} {row['linkage']:<9} {facts:<18} {images:<28} {row['image_deviation']:>6.3f}  {mark}"
+        )
+    return "\n".join(lines)

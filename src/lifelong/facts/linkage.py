@@ -8,7 +8,12 @@ Single linkage is exact: (1) facts dominated at distance 0 are attached to a dom
 r's defined parts are a proper subset of u's with the same words (<s> dominates every fact with S=s, <s,p> every
 <s,p,o>): then d(r,u)=0 and d(r,v) <= d(u,v) for all v, so minimax (subdominant ultrametric) distances, hence the
 dendrogram, are unchanged by removing u; (2) a dense Prim's algorithm on the remaining facts, O(m) memory, O(m^2)
-vectorised gathers. Average and complete linkage use scipy on a condensed matrix, up to MAX_DENSE_FACTS facts.
+vectorised gathers. Average, complete and ward linkage use scipy on a condensed matrix, up to MAX_DENSE_FACTS facts.
+
+Two distances (DISTANCES): `eq2`, the spec's part-wise distance above (a part counts only where both facts define
+it), and `padded`, the Euclidean distance of centred, zero-padded, unit-length fact vectors
+(`lifelong.facts.centring.padded_vectors`: undefined parts count). Ward's criterion assumes Euclidean distances: it
+is exact under `padded` and the Lance-Williams update of scipy on a non-Euclidean matrix under `eq2`.
 """
 
 from __future__ import annotations
@@ -20,9 +25,13 @@ import numpy as np
 import scipy.cluster.hierarchy as sch
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
+from scipy.spatial.distance import pdist
+
+from lifelong.facts.centring import padded_vectors
 
 PARTS = ("S", "P", "O")
-LINKAGES = ("single", "average", "complete")
+LINKAGES = ("single", "average", "complete", "ward")
+DISTANCES = ("eq2", "padded")
 MAX_DENSE_FACTS = 12_000  # average/complete: condensed float64 matrix ~0.58 GB (scipy copies it once more)
 TABLE_LIMIT_BYTES = 2 * 2**30  # above this the word x word tables are not stored: rows are computed per step
 
@@ -208,15 +217,23 @@ def _first_seen(labels: np.ndarray) -> np.ndarray:
     return rank[inverse.reshape(-1)]
 
 
-def condensed_distances(part_ids: np.ndarray, part_vectors: Sequence[np.ndarray]) -> np.ndarray:
-    """The scipy condensed distance vector (pairs i < j, row-major); refuses above MAX_DENSE_FACTS facts."""
-    dist = PartDistances(part_ids, part_vectors)
-    n = len(dist.ids)
+def _check_dense(n: int, what: str) -> None:
     if n > MAX_DENSE_FACTS:
         raise ValueError(
-            f"{n} facts need a dense {n * (n - 1) // 2:,}-entry distance matrix; average/complete linkage are "
-            f"limited to {MAX_DENSE_FACTS:,} facts: use linkage='single' (MST, no matrix) or fewer facts"
+            f"{n} facts need a dense {n * (n - 1) // 2:,}-entry distance matrix; {what} is limited to "
+            f"{MAX_DENSE_FACTS:,} facts: use the eq2 distance with single linkage (MST, no matrix) or fewer facts"
         )
+
+
+def condensed_distances(part_ids: np.ndarray, part_vectors: Sequence[np.ndarray], distance: str = "eq2") -> np.ndarray:
+    """The scipy condensed distance vector (pairs i < j, row-major); refuses above MAX_DENSE_FACTS facts."""
+    _check_distance(distance)
+    if distance == "padded":
+        _check_dense(len(part_ids), "the padded distance")
+        return pdist(padded_vectors(_check_ids(part_ids, part_vectors), part_vectors))
+    dist = PartDistances(part_ids, part_vectors)
+    n = len(dist.ids)
+    _check_dense(n, "average/complete/ward linkage")
     out = np.empty(n * (n - 1) // 2)
     start = 0
     for i in range(n - 1):
@@ -226,12 +243,17 @@ def condensed_distances(part_ids: np.ndarray, part_vectors: Sequence[np.ndarray]
     return out
 
 
+def _check_distance(distance: str) -> None:
+    if distance not in DISTANCES:
+        raise ValueError(f"unknown fact distance {distance!r}; choose one of {', '.join(DISTANCES)}")
+
+
 def dense_linkage_labels(
-    part_ids: np.ndarray, part_vectors: Sequence[np.ndarray], clusters: int, method: str
+    part_ids: np.ndarray, part_vectors: Sequence[np.ndarray], clusters: int, method: str, distance: str = "eq2"
 ) -> tuple[np.ndarray, dict]:
-    """Average or complete linkage with scipy; labels after the first n - clusters merges of its linkage matrix."""
+    """Any linkage with scipy on the condensed matrix of `distance`; labels after its first n - clusters merges."""
     n = len(part_ids)
-    z = sch.linkage(condensed_distances(part_ids, part_vectors), method=method)
+    z = sch.linkage(condensed_distances(part_ids, part_vectors, distance), method=method)
     rep = np.arange(2 * n - 1)
     parent = np.arange(n)
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from lifelong.core.files import atomic_write_bytes
-from lifelong.facts.linkage import LINKAGES, cut_mst, dense_linkage_labels, single_linkage_mst
+from lifelong.facts.linkage import DISTANCES, LINKAGES, cut_mst, dense_linkage_labels, single_linkage_mst
 
 UNDEFINED = "*"
 FactTuple = tuple[str | None, str | None, str | None]
@@ -27,8 +27,9 @@ FactTuple = tuple[str | None, str | None, str | None]
 class Split:
     """A task per fact (0..tasks-1), how it was made, and its balance table (facts and images per task).
 
-    Random-split score: (max relative deviation of images per task from the mean, same for facts), compared
-    lexicographically, lower is better; images default to one per fact.
+    `score`: `balance_score`, the largest relative deviation from the per-task mean over facts, training images and
+    (where known) test images, lower is better; `info["deviations"]` holds each one. `distance`: the semantic split's
+    fact distance (linkage.DISTANCES).
     """
 
     task: np.ndarray
@@ -36,9 +37,10 @@ class Split:
     method: str
     linkage: str | None = None
     seed: int | None = None
-    score: tuple[float, float] | None = None
+    score: float | None = None
     balance: list[dict] = field(default_factory=list)
     info: dict = field(default_factory=dict)
+    distance: str | None = None
 
     def __post_init__(self) -> None:
         self.task = np.asarray(self.task, dtype=np.int64)
@@ -82,12 +84,31 @@ def balance_table(split: Split) -> str:
     return "\n".join(lines)
 
 
-def balance_score(task: np.ndarray, tasks: int, images_per_fact: np.ndarray | None = None) -> tuple[float, float]:
-    """(max_t |images_t - mean| / mean, max_t |facts_t - mean| / mean): lower is more balanced."""
-    images = _images(images_per_fact, len(task))
-    facts = np.bincount(task, minlength=tasks).astype(np.float64)
-    imgs = np.bincount(task, weights=images, minlength=tasks)
-    return _deviation(imgs), _deviation(facts)
+def balance_deviations(
+    task: np.ndarray,
+    tasks: int,
+    images_per_fact: np.ndarray | None = None,
+    test_images_per_fact: np.ndarray | None = None,
+) -> dict[str, float]:
+    """max_t |x_t - mean| / mean for x = facts, training images (default one per fact) and test images (if given)."""
+    out = {
+        "facts": _deviation(np.bincount(task, minlength=tasks).astype(np.float64)),
+        "images": _deviation(np.bincount(task, weights=_images(images_per_fact, len(task)), minlength=tasks)),
+    }
+    if test_images_per_fact is not None:
+        test = _images(test_images_per_fact, len(task))
+        out["test_images"] = _deviation(np.bincount(task, weights=test, minlength=tasks))
+    return out
+
+
+def balance_score(
+    task: np.ndarray,
+    tasks: int,
+    images_per_fact: np.ndarray | None = None,
+    test_images_per_fact: np.ndarray | None = None,
+) -> float:
+    """The largest of `balance_deviations` (facts, training images, test images): lower is more balanced."""
+    return max(balance_deviations(task, tasks, images_per_fact, test_images_per_fact).values())
 
 
 def _deviation(x: np.ndarray) -> float:
@@ -115,41 +136,51 @@ def semantic_split(
     tasks: int,
     linkage: str = "single",
     images_per_fact: np.ndarray | None = None,
+    distance: str = "eq2",
 ) -> Split:
-    """Agglomerative clustering of facts cut into `tasks` clusters; tasks numbered by their first fact.
+    """Agglomerative clustering of facts under `distance` cut into `tasks` clusters; tasks numbered by first fact.
 
-    Single linkage: exact, via an MST (no n x n matrix); the cut removes the tasks - 1 heaviest MST edges, ties broken
-    by (smaller fact index, larger fact index): among equal weights the edge with the larger pair is cut first.
-    Average / complete: scipy on a condensed matrix, up to linkage.MAX_DENSE_FACTS facts.
+    Single linkage under `eq2`: exact, via an MST (no n x n matrix); the cut removes the tasks - 1 heaviest MST
+    edges, ties broken by (smaller fact index, larger fact index): among equal weights the edge with the larger pair
+    is cut first. Other linkages, and `padded`: scipy on a condensed matrix, up to linkage.MAX_DENSE_FACTS facts.
     """
     n = len(part_ids)
     _check_tasks(n, tasks)
-    if linkage == "single":
+    if distance not in DISTANCES:
+        raise ValueError(f"unknown fact distance {distance!r}; choose one of {', '.join(DISTANCES)}")
+    if linkage not in LINKAGES:
+        raise ValueError(f"unknown linkage {linkage!r}; choose one of {', '.join(LINKAGES)}")
+    if linkage == "single" and distance == "eq2":
         u, v, w = single_linkage_mst(part_ids, part_vectors)
         task, info = cut_mst(u, v, w, n, tasks)
-    elif linkage in LINKAGES:
-        task, info = dense_linkage_labels(part_ids, part_vectors, tasks, linkage)
     else:
-        raise ValueError(f"unknown linkage {linkage!r}; choose one of {', '.join(LINKAGES)}")
-    return Split(task, tasks, "semantic", linkage, balance=balance_rows(task, tasks, images_per_fact), info=info)
+        task, info = dense_linkage_labels(part_ids, part_vectors, tasks, linkage, distance)
+    balance = balance_rows(task, tasks, images_per_fact)
+    return Split(task, tasks, "semantic", linkage, balance=balance, info=info, distance=distance)
 
 
 def random_split(
-    n_facts: int, tasks: int, images_per_fact: np.ndarray | None = None, seed: int = 0, candidates: int = 100
+    n_facts: int,
+    tasks: int,
+    images_per_fact: np.ndarray | None = None,
+    seed: int = 0,
+    candidates: int = 100,
+    test_images_per_fact: np.ndarray | None = None,
 ) -> Split:
     """Facts assigned uniformly at random to tasks, `candidates` times (candidate c draws from default_rng([seed, c]));
-    keeps the candidate with the lowest `balance_score` (first on ties); candidates with an empty task are skipped."""
+    keeps the candidate with the lowest `balance_score` (the largest relative deviation over facts, training images
+    and test images; first on ties); candidates with an empty task are skipped."""
     _check_tasks(n_facts, tasks)
     if candidates < 1:
         raise ValueError(f"candidates must be >= 1, got {candidates}")
-    best: tuple[tuple[float, float], int, np.ndarray] | None = None
+    best: tuple[float, int, np.ndarray] | None = None
     skipped = 0
     for c in range(candidates):
         task = np.random.default_rng([seed, c]).integers(0, tasks, n_facts)
         if np.bincount(task, minlength=tasks).min() == 0:
             skipped += 1
             continue
-        score = balance_score(task, tasks, images_per_fact)
+        score = balance_score(task, tasks, images_per_fact, test_images_per_fact)
         if best is None or score < best[0]:
             best = (score, c, task)
     if best is None:
@@ -158,7 +189,8 @@ def random_split(
             "use fewer tasks or more facts"
         )
     score, c, task = best
-    info = {"candidate": c, "candidates": candidates, "skipped_empty": skipped}
+    deviations = balance_deviations(task, tasks, images_per_fact, test_images_per_fact)
+    info = {"candidate": c, "candidates": candidates, "skipped_empty": skipped, "deviations": deviations}
     return Split(task, tasks, "random", None, seed, score, balance_rows(task, tasks, images_per_fact), info)
 
 
@@ -202,8 +234,9 @@ def save_split(split: Split, facts: Sequence[FactTuple], path: str | Path) -> Pa
     meta = {
         "method": split.method,
         "linkage": split.linkage,
+        "distance": split.distance,
         "seed": split.seed,
-        "score": None if split.score is None else {"images": split.score[0], "facts": split.score[1]},
+        "score": split.score,
         "tasks": split.tasks,
         "facts": len(keys),
         "balance": split.balance,
@@ -229,6 +262,8 @@ def load_split(path: str | Path) -> tuple[Split, list[FactTuple]]:
     if len(rows) != meta["facts"]:
         raise ValueError(f"{path} has {len(rows)} facts but its sidecar says {meta['facts']}; the files do not match")
     score = meta["score"]
+    if isinstance(score, dict):  # sidecars before the one-number score: (images, facts) deviations
+        score = max(float(v) for v in score.values())
     return (
         Split(
             task,
@@ -236,9 +271,10 @@ def load_split(path: str | Path) -> tuple[Split, list[FactTuple]]:
             meta["method"],
             meta["linkage"],
             meta["seed"],
-            None if score is None else (float(score["images"]), float(score["facts"])),
+            None if score is None else float(score),
             meta["balance"],
             meta["info"],
+            meta.get("distance"),
         ),
         facts,
     )

@@ -127,7 +127,8 @@ class FactDistanceLoss:
 
 
 def fact_space(task: TaskKey) -> tuple[np.ndarray, np.ndarray]:
-    """(t(f) as [C, 3, d] float32, defined-part mask [C, 3]) from the task's metadata; a ValueError if missing."""
+    """(t(f) as [C, 3, d] float32, defined-part mask [C, 3]) from the task's metadata (`fact_mask`, else the nonzero
+    parts); a ValueError if missing."""
     vectors = task.metadata.get("fact_vectors")
     if vectors is None:
         raise ValueError(
@@ -137,7 +138,10 @@ def fact_space(task: TaskKey) -> tuple[np.ndarray, np.ndarray]:
     vectors = np.asarray(vectors, dtype=np.float32)
     if vectors.ndim != 3 or vectors.shape[:2] != (task.num_classes, 3):
         raise ValueError(f"task {task.uid!r}: fact_vectors must be [{task.num_classes}, 3, d], got {vectors.shape}")
-    mask = np.abs(vectors).sum(-1) > 0
+    mask = task.metadata.get("fact_mask")  # centred vectors (-s centre=true) are not zero where a part is undefined
+    mask = np.abs(vectors).sum(-1) > 0 if mask is None else np.asarray(mask, dtype=bool)
+    if mask.shape != vectors.shape[:2]:
+        raise ValueError(f"task {task.uid!r}: fact_mask must be [{task.num_classes}, 3], got {mask.shape}")
     if not mask[:, 0].all():
         raise ValueError(f"task {task.uid!r}: fact {int(np.flatnonzero(~mask[:, 0])[0])} has no subject vector")
     return vectors, mask

@@ -19,6 +19,7 @@ from lifelong.data.roots import resolve_data_root
 from lifelong.facts.facts import Fact
 from lifelong.facts.splits import Split, balance_rows, load_split
 from lifelong.suites.facts import SPLIT_METHODS, fact_stream, split_facts, vectors_for
+from lifelong.suites.options import stream_flag
 
 AUTHORS_SPLIT = "authors"
 
@@ -74,8 +75,10 @@ def facts(
     vectors=None,
     split="semantic",
     tasks=4,
-    linkage="single",
+    linkage="auto",
     split_seed=0,
+    distance="auto",
+    centre=False,
     oov="error",
     resolution=64,
     layout="auto",
@@ -108,7 +111,16 @@ def facts(
     split = str(split)
     if split in SPLIT_METHODS:
         chosen = split_facts(
-            manifest.facts, part_vectors, part_ids, split, int(tasks), counts, str(linkage), int(split_seed)
+            manifest.facts,
+            part_vectors,
+            part_ids,
+            split,
+            int(tasks),
+            counts,
+            str(linkage),
+            int(split_seed),
+            str(distance),
+            manifest.images_per_fact("test"),
         )
         label = split
     elif split == AUTHORS_SPLIT:
@@ -130,6 +142,7 @@ def facts(
         eval_split=eval_split,
         resolution=manifest.resolution,
         metadata=notes,
+        centre=stream_flag(centre, "centre"),
     )
 
 

@@ -20,11 +20,14 @@ import numpy as np
 from lifelong.core.datasets import ArrayDataset
 from lifelong.core.streams import Stream, StreamTask, TaskSplits
 from lifelong.core.tasks import TaskKey, TaskKind
+from lifelong.facts.centring import centre_facts
 from lifelong.facts.facts import Fact
-from lifelong.facts.splits import Split, balance_rows, encode_facts, random_split, semantic_split
+from lifelong.facts.split_choice import AUTO, chosen_semantic_split
+from lifelong.facts.splits import Split, balance_rows, encode_facts, random_split
 from lifelong.facts.vectors import cached_part_vectors, fact_matrix
 from lifelong.metrics.fact_analysis import task_similarity
 from lifelong.metrics.fact_scores import TOP_K
+from lifelong.suites.options import stream_flag
 
 SPLIT_METHODS = ("semantic", "random")
 Images = Callable[[str], tuple[np.ndarray, np.ndarray]]  # split name -> (uint8 images [N, H, W, 3], fact index [N])
@@ -41,14 +44,21 @@ def split_facts(
     method: str,
     tasks: int,
     images_per_fact: np.ndarray,
-    linkage: str = "single",
+    linkage: str = AUTO,
     seed: int = 0,
+    distance: str = AUTO,
+    test_images_per_fact: np.ndarray | None = None,
 ) -> Split:
-    """The facts split into `tasks` tasks: by meaning (agglomerative clustering) or at random (most balanced of 100)."""
+    """The facts split into `tasks` tasks: by meaning (agglomerative clustering under `distance` and `linkage`, "auto"
+    choosing by the balance criterion of `lifelong.facts.split_choice`) or at random (most balanced of 100)."""
     if method == "semantic":
-        return semantic_split(part_ids, part_vectors, tasks, linkage=linkage, images_per_fact=images_per_fact)
+        return chosen_semantic_split(
+            part_ids, part_vectors, tasks, images_per_fact, TOP_K, distance=distance, linkage=linkage
+        )
     if method == "random":
-        return random_split(len(facts), tasks, images_per_fact=images_per_fact, seed=seed)
+        return random_split(
+            len(facts), tasks, images_per_fact=images_per_fact, seed=seed, test_images_per_fact=test_images_per_fact
+        )
     raise ValueError(f"unknown split method {method!r}; choose one of {SPLIT_METHODS}")
 
 
@@ -63,12 +73,20 @@ def fact_stream(
     eval_split: str = "test",
     resolution: int | None = None,
     metadata: dict | None = None,
+    centre: bool = False,
 ) -> Stream:
-    """A stream of `split.tasks` fact tasks; `images(split)` loads every image of a split (called once per split)."""
+    """A stream of `split.tasks` fact tasks; `images(split)` loads every image of a split (called once per split).
+
+    `centre`: the authors' SUBMEAN, t(f) minus the mean over the stream's facts after zero padding
+    (`lifelong.facts.centring`); the centred vectors are the learners' targets and candidates and the task
+    similarity's input alike, and `fact_mask` (which parts each fact defines) travels beside them."""
     facts = [Fact(*f) for f in facts]
     fact_vectors = np.asarray(fact_vectors, dtype=np.float32)
     if fact_vectors.shape[:2] != (len(facts), 3):
         raise ValueError(f"fact_vectors must be [{len(facts)}, 3, d], got {fact_vectors.shape}")
+    fact_mask = np.array([[part is not None for part in f] for f in facts], dtype=bool).reshape(len(facts), 3)
+    if centre:
+        fact_vectors = centre_facts(fact_vectors)
     load = functools.lru_cache(maxsize=2)(images)
     names = tuple(f.text for f in facts)
     tasks = []
@@ -76,7 +94,7 @@ def fact_stream(
         owned = np.flatnonzero(split.task == t)
         if len(owned) == 0:
             raise ValueError(f"stream {name!r}: task {t} of the split has no facts")
-        meta = {"task_facts": tuple(int(i) for i in owned), "fact_vectors": fact_vectors}
+        meta = {"task_facts": tuple(int(i) for i in owned), "fact_vectors": fact_vectors, "fact_mask": fact_mask}
         if resolution is not None:
             meta["resolution"] = resolution
         key = TaskKey(f"{name}-task{t}", TaskKind.FACT, len(facts), names, domain="object", metadata=meta)
@@ -101,11 +119,14 @@ def fact_stream(
         "split": {
             "method": split.method,
             "linkage": split.linkage,
+            "distance": split.distance,
             "seed": split.seed,
-            "score": None if split.score is None else list(split.score),
+            "score": split.score,
+            **{k: split.info[k] for k in ("criterion", "variants", "deviations") if k in split.info},
             "balance": balance_rows(split.task, split.tasks, np.asarray(train_images_per_fact)),
         },
         "small_tasks": [t for t, _ in small],
+        "centred": bool(centre),
         "task_similarity": {k: np.asarray(v).tolist() for k, v in similarity.items() if k in ("cosine", "spo_overlap")},
         **(metadata or {}),
     }
@@ -162,8 +183,10 @@ def facts_mini(
     skip_corrupt=None,
     split="semantic",
     tasks=4,
-    linkage="single",
+    linkage="auto",
     split_seed=0,
+    distance="auto",
+    centre=False,
     **options,
 ):
     """offline lifelong fact learning on emoji compositions: 186 facts, 4 tasks, split=semantic|random"""
@@ -179,11 +202,33 @@ def facts_mini(
     facts = plan_facts(opts)
     counts = plan_counts(opts, len(facts))
     part_ids, part_vectors, vectors = vectors_for(facts, shipped_vectors_path())
-    chosen = split_facts(facts, part_vectors, part_ids, str(split), int(tasks), counts, str(linkage), int(split_seed))
+    test_counts = np.full(len(facts), opts.test_per_fact, dtype=np.int64)
+    chosen = split_facts(
+        facts,
+        part_vectors,
+        part_ids,
+        str(split),
+        int(tasks),
+        counts,
+        str(linkage),
+        int(split_seed),
+        str(distance),
+        test_counts,
+    )
 
     def images(which: str) -> tuple[np.ndarray, np.ndarray]:
         data = load_facts_mini(opts, data_root=data_root)
         return (data.train_images, data.train_facts) if which == "train" else (data.test_images, data.test_facts)
 
     name = f"facts-mini-{split}"
-    return fact_stream(name, facts, chosen, vectors, images, counts, eval_split=eval_split, resolution=opts.size)
+    return fact_stream(
+        name,
+        facts,
+        chosen,
+        vectors,
+        images,
+        counts,
+        eval_split=eval_split,
+        resolution=opts.size,
+        centre=stream_flag(centre, "centre"),
+    )

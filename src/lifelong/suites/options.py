@@ -48,8 +48,22 @@ HELP = {
     "shots": "shots per concept, e.g. all,1,8",
     "tasks": "number of tasks",
     "oov": "words missing from the vectors: error, skip or random",
-    "linkage": "semantic split's linkage: single, average or complete",
+    "linkage": "semantic split's linkage: single, average, complete, ward, or auto (the balance criterion)",
+    "distance": "semantic split's fact distance: eq2, padded, or auto (the balance criterion)",
+    "centre": "subtract the mean fact vector (the authors' SUBMEAN) from targets, candidates and task similarity",
 }
+
+
+def stream_flag(value: Any, name: str) -> bool:
+    """A stream option's boolean (-s gives strings: true/false, 1/0, yes/no, on/off); ValueError in CLI words."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "1", "yes", "on"):
+        return True
+    if text in ("false", "0", "no", "off"):
+        return False
+    raise ValueError(f"-s {name}={value}: give true or false")
 
 
 def _load(path: str) -> Any:
