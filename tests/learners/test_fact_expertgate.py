@@ -7,7 +7,7 @@ import pickle
 
 import numpy as np
 import pytest
-from learners.test_fact_embedding import FACTS, FAST, _images, _vectors, make_stream
+from learners.test_fact_embedding import CNN, FACTS, FAST, _images, _vectors, make_stream
 
 from lifelong import testing
 from lifelong.core.events import PredictEvent, TrainEvent
@@ -50,7 +50,7 @@ def _train_all(learner, stream, seed=0):
 @pytest.fixture(scope="module")
 def dark_bright():
     """Two tasks, dark then bright, trained once for the tests that only read the result."""
-    learner = FactExpertGateLearner(**FAST, **GATE)
+    learner = FactExpertGateLearner(**CNN, **GATE)
     state, spent, predicts = _train_all(learner, _shaded_stream([0] * 5 + [1] * 5, ["dark", "bright"]))
     return learner, state, spent, predicts
 
@@ -80,14 +80,14 @@ def test_predict_scores_every_fact_with_the_routed_expert(dark_bright):
     assert scores.shape == (len(materialize(event.dataset)), len(FACTS))
     routes = learner.route(materialize(event.dataset).images, state)
     for k in np.unique(routes):
-        expert = FactLearner(**FAST).predict(event, {**state, "model": state["experts"][k]})
+        expert = FactLearner(**CNN).predict(event, {**state, "model": state["experts"][k]})
         np.testing.assert_array_equal(scores[routes == k], expert[routes == k])
 
 
 def test_before_training_it_predicts_like_the_fact_learner():
     stream = make_stream()
     event = next(e for e in stream.events() if isinstance(e, PredictEvent))
-    learner, plain = FactExpertGateLearner(**FAST, **GATE), FactLearner(**FAST)
+    learner, plain = FactExpertGateLearner(**CNN, **GATE), FactLearner(**CNN)
     np.testing.assert_array_equal(learner.predict(event, learner.init(3)), plain.predict(event, plain.init(3)))
 
 
@@ -111,7 +111,7 @@ def test_a_new_task_starts_from_the_most_related_expert(monkeypatch):
 
     monkeypatch.setattr(FactLearner, "train", spy)
     stream = _shaded_stream([0] * 4 + [1] * 3 + [2] * 3, ["dark", "bright", "dark"])
-    state, *_ = _train_all(FactExpertGateLearner(**FAST, **GATE), stream)
+    state, *_ = _train_all(FactExpertGateLearner(**CNN, **GATE), stream)
     assert state["parents"] == [None, 0, 0]
     assert state["relatedness"][2][0] > state["relatedness"][2][1]
     assert starts[0] is None and starts[2] is state["experts"][0]
@@ -119,7 +119,7 @@ def test_a_new_task_starts_from_the_most_related_expert(monkeypatch):
 
 def test_a_gate_encoder_gives_the_gates_its_features_and_is_not_pickled(tmp_path):
     spec = str(save_encoder(untrained_encoder("resnet_mini", resolution=16), tmp_path / "encoder.pt"))
-    learner = FactExpertGateLearner(**FAST, gate_encoder=spec)
+    learner = FactExpertGateLearner(**CNN, gate_encoder=spec)
     images = _images("test")[0][:5]
     features, flops = learner.gate_features(images)
     assert features.shape == (5, learner._gate_encoder().feature_dim) and flops > 0

@@ -7,7 +7,7 @@ import copy
 import numpy as np
 import pytest
 import torch
-from learners.test_fact_embedding import FAST, make_stream
+from learners.test_fact_embedding import CNN, FAST, make_stream
 
 from lifelong import testing
 from lifelong.core.events import PredictEvent, TrainEvent
@@ -102,13 +102,13 @@ def _train_all(learner, stream, seed=0):
 
 
 def test_predict_uses_the_merge_and_training_continues_from_the_task_model():
-    learner = FactIMMLearner(**FAST)
+    learner = FactIMMLearner(**CNN)
     state, spent, trains, predicts = _train_all(learner, make_stream())
     imm = state["imm"]
     assert len(imm["models"]) == len(imm["fishers"]) == 2 and imm["models"][-1] is state["model"]
     merged = mode_imm_merge(imm["models"], imm["fishers"], [0.5, 0.5], learner.config.imm_eps)
     event = predicts[-1]
-    plain = FactLearner(**FAST)
+    plain = FactLearner(**CNN)
     np.testing.assert_array_equal(learner.predict(event, state), plain.predict(event, {**state, "model": merged}))
     assert not np.allclose(learner.predict(event, state), plain.predict(event, state))  # not the task model
     n_params = sum(v.numel() for v in imm["fishers"][0].values())
@@ -116,7 +116,7 @@ def test_predict_uses_the_merge_and_training_continues_from_the_task_model():
 
 
 def test_fisher_comes_from_the_task_training_items_and_predict_changes_nothing():
-    learner = FactIMMLearner(**FAST)
+    learner = FactIMMLearner(**CNN)
     state, _, trains, predicts = _train_all(learner, make_stream())
     before = copy.deepcopy(state)
     for event in predicts:
@@ -143,7 +143,7 @@ def test_fisher_comes_from_the_task_training_items_and_predict_changes_nothing()
 
 def test_l2_transfer_keeps_the_next_task_model_nearer_the_previous_one():
     def drift(**options):
-        state, *_ = _train_all(FactIMMLearner(**FAST, **options), make_stream())
+        state, *_ = _train_all(FactIMMLearner(**CNN, **options), make_stream())
         first, second = state["imm"]["models"]
         return sum(float((second[k] - first[k]).square().sum()) for k in state["imm"]["fishers"][0])
 

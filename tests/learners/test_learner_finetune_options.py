@@ -5,15 +5,13 @@ import importlib.util
 
 import pytest
 import torch
-from learners.test_fact_embedding import FAST, make_stream
 from support import save_tiny_hf_resnet, write_two_task_manifest
 from typer.testing import CliRunner
 
 from lifelong.cli import app
-from lifelong.learners.fact_embedding import FactLearner
 from lifelong.run.environment import run
 from lifelong.suites import get_stream
-from lifelong.training.encoders import load_encoder, save_encoder, untrained_encoder
+from lifelong.training.encoders import load_encoder
 from lifelong.training.encoders.finetune import layer_groups
 
 needs_transformers = pytest.mark.skipif(
@@ -62,14 +60,6 @@ def test_pretrained_partial_fine_tune_keeps_the_frozen_group_bit_identical(tmp_p
     _check_first_group_frozen(load_encoder(spec), state["model"], "backbone.")
 
 
-def test_fact_backbone_partial_fine_tune_keeps_the_frozen_group_bit_identical(tmp_path):
-    path = str(save_encoder(untrained_encoder("resnet_mini", resolution=12, seed=3), tmp_path / "enc.pt"))
-    learner = FactLearner(backbone=path, frozen_groups=1, lr_multipliers="1,2,4,10", **FAST)
-    assert learner.fine_tune.mode == "partial" and learner.fine_tune.lr_multipliers == (1, 2, 4, 10)
-    state = run(learner, make_stream(), seed=0).learner_state
-    _check_first_group_frozen(load_encoder(path), state["model"], "backbone.")
-
-
 @needs_transformers
 def test_a_wrong_multiplier_count_is_refused_before_any_training(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
@@ -80,14 +70,6 @@ def test_a_wrong_multiplier_count_is_refused_before_any_training(tmp_path, monke
     ran = invoke(*args, "-o", "frozen_groups=1", "-o", "lr_multipliers=1,2,4,10,20", "--out", out)
     assert ran.exit_code == 2 and "lr_multipliers" in ran.output and "Traceback" not in ran.output, ran.output
     assert not list(out.glob("*/records*")) and not list(out.glob("*/*/records*"))
-
-
-def test_a_wrong_multiplier_count_on_a_fact_backbone_is_refused_at_construction(tmp_path):
-    path = str(save_encoder(untrained_encoder("resnet_mini", resolution=12, seed=3), tmp_path / "enc.pt"))
-    with pytest.raises(ValueError, match="lr_multipliers has 2 values"):
-        FactLearner(backbone=path, finetune="full", lr_multipliers=[1, 2])
-    with pytest.raises(ValueError, match="backbone=SPEC"):
-        FactLearner(finetune="frozen")
 
 
 @pytest.mark.parametrize("learner", ["pretrained", "pretrained+finetune-knn", "fact-finetune"])

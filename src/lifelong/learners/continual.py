@@ -397,9 +397,14 @@ class ContinualLearner:
         flops = fit.train_flops + penalty_flops + (encode_flops if cfg.count_encoder_flops else 0.0)
         return new_state, Resources(train_flops=float(flops), peak_parameters=int(held))
 
+    def _max_lr(self) -> float:
+        """The largest learning rate any parameter trains at (the penalties' curvature cap is its inverse)."""
+        cfg = self.config
+        return cfg.linear_lr if cfg.linear else cfg.lr
+
     def _penalty(self, state: dict[str, Any], model: nn.Module) -> Term:
         cfg = self.config
-        cap = 1.0 / (cfg.linear_lr if cfg.linear else cfg.lr)  # keeps SGD on the quadratic penalty stable
+        cap = 1.0 / self._max_lr()  # keeps SGD on the quadratic penalty stable
         if cfg.penalty == "ewc":
             return EWC(state["penalty"], cfg.ewc_lambda, cfg.ewc_decay, max_curvature=cap, loss=self._item_loss())
         if cfg.penalty == "si":
@@ -411,9 +416,23 @@ class ContinualLearner:
             return LwF(teacher, cfg.lwf_alpha, cfg.lwf_temperature)
         return Term()
 
-    def _fit(self, model, items, labels, seed, resolution, term: Term, flip: bool, data_loss=None, param_groups=None):
+    def _fit(
+        self,
+        model,
+        items,
+        labels,
+        seed,
+        resolution,
+        term: Term,
+        flip: bool,
+        data_loss=None,
+        param_groups=None,
+        augment: bool | None = None,
+        convergence=None,
+    ):
         """train_continual with this config's recipe (CNN or linear regime) and the penalty `term` (`param_groups`:
-        the optimizer's groups, as train_continual takes them)."""
+        the optimizer's groups, as train_continual takes them; `augment` None: the recipe's; `convergence`: a
+        `training.convergence.Convergence`, epochs then being a cap)."""
         cfg = self.config
         return train_continual(
             model,
@@ -426,13 +445,14 @@ class ContinualLearner:
             momentum=cfg.momentum,
             lr_step=cfg.lr_step,
             seed=seed,
-            augment=cfg.augment and not cfg.linear,
+            augment=(cfg.augment and not cfg.linear) if augment is None else augment,
             flip=flip,
             resolution=resolution,
-            penalty=None if cfg.penalty == "none" else term,
+            penalty=None if term.name == "none" else term,
             step_hook=term.step_hook,
             data_loss=data_loss,
             param_groups=param_groups,
+            convergence=convergence,
         )
 
     def _item_loss(self) -> ItemLoss | None:

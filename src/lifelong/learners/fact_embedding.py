@@ -15,7 +15,6 @@ training item seen so far, in a canonical order, so the final model does not dep
 from __future__ import annotations
 
 import copy
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,11 +27,25 @@ from lifelong.core.events import PredictEvent, TrainEvent
 from lifelong.core.resources import Resources
 from lifelong.core.tasks import TaskKey
 from lifelong.learners.continual import ContinualConfig, ContinualLearner
+from lifelong.learners.fact_model import (
+    AUTHORS_BIAS_MULTIPLIER,
+    AUTHORS_MULTIPLIERS,
+    DEFAULT_LAYOUT,
+    BranchedFactModel,
+    BranchHeads,
+    branch_param_groups,
+    default_layout,
+    stage_index,
+)
 from lifelong.learners.options import FineTuneOptions
 from lifelong.learners.penalties import ItemLoss
 from lifelong.training.continual_loop import model_inputs, predict_items
+from lifelong.training.convergence import Convergence
 from lifelong.training.devices import DeviceCopies, cpu_tensors, current_accelerator
-from lifelong.training.encoders import Encoder, FineTune, check_encoder_spec, load_encoder
+from lifelong.training.encoders import Encoder, check_encoder_spec, load_encoder
+from lifelong.training.encoders.finetune import freeze_groups, parse_multipliers
+from lifelong.training.encoders.stages import stage_names
+from lifelong.training.flops import count_inference_flops
 from lifelong.training.loop import derive_seed
 from lifelong.training.models import count_parameters, initialise, make_model
 from lifelong.training.recipe import materialize
@@ -41,43 +54,72 @@ _INIT, _TRAIN = 1, 2  # derive_seed tags, as the continual learners'
 NORM_EPS = 1e-12  # inside the square root of the distance, so its gradient stays finite at a perfect fit
 
 
+NO_BACKBONE = "none"
+BRANCH_NONE = "none"  # branch_from: the trunk is shared whole, the branches are the heads' upper layers
+
+
 @dataclass(frozen=True)
 class FactConfig(FineTuneOptions, ContinualConfig):
-    """Continual options (see ContinualConfig) for the fact model; `joint` retrains on all data seen so far.
+    """Continual options (see ContinualConfig) for the fact model, the authors' Model_2: a pretrained trunk shared by
+    an S branch and a P/O branch, with outputs of the word vectors' size (S) and twice it (P, O).
 
-    `hidden`: width of the P-O branch's hidden layer. Defaults sized for a CPU run of facts-mini: 32 x 32 images,
-    resnet_mini, 6 epochs per task at lr 0.05 (the paper fine-tuned a VGG-16 on GPUs). `backbone`: an encoder spec
-    (`lifelong.training.encoders.load_encoder`: a model name such as efficientnet-lite0, a toolkit checkpoint,
-    torchscript:FILE, hf:FOLDER, package.module:factory) whose weights start the image encoder, fine-tuned with the
-    heads, in place of a randomly initialised architecture; images then go to the encoder's resolution (its own
-    normalisation inside its forward) unless -o resolution=N is given. With a backbone, the fine-tuning options
-    (see FineTuneOptions) set how it trains: the paper froze the first blocks and trained the rest at 1/2/4/10/20 x
-    the rate; by default everything trains at lr.
+    `backbone`: the pretrained trunk, an encoder spec (efficientnet-lite0, a toolkit checkpoint, torchscript:FILE,
+    hf:FOLDER, package.module:factory), or "none" for the small CNN (-o architecture) trained from scratch.
+    `finetune`: "frozen" (the whole trunk frozen, its features computed once per image and cached), "partial" or "full".
+    `frozen_groups`: the trunk stages frozen from the input side with finetune=partial (default the authors' layout).
+    `branch_from`: the first trunk stage copied into each branch (default the authors' layout); "none" shares it all.
+    `lr_multipliers`: of the shared stages, S branch, P/O branch and new layers (default 1,1,2,10, as the authors').
+    `head_lr_multiplier`: not used by the fact model (the new layers take the 4th of lr_multipliers).
+    `hidden`: the width of each branch's new hidden layer on a shared trunk (the small CNN's P/O branch too).
+    `resolution`: the side images go to (None: the task's).
+    `converge`: train each task until its loss converges (training.convergence), every method alike.
+    `converge_tol`: the relative improvement below which the loss has plateaued.
+    `converge_window`: the epochs over which that improvement is measured (`epochs` is the cap).
+    `joint`: retrain from scratch on all data seen so far (after the last task: one model on all of it).
+    Biases train at 2 x their group's rate without weight decay, as the authors'.
     """
 
-    backbone: str | None = None
-    epochs: int = 6
-    lr: float = 0.05
-    weight_decay: float = 1e-4
-    resolution: int | None = 32
-    hidden: int = 256
+    backbone: str | None = "efficientnet-lite0"
+    finetune: str = "frozen"
+    branch_from: str | None = None
+    epochs: int = 60
+    lr: float = 0.003
+    weight_decay: float = 5e-4
+    resolution: int | None = None
+    hidden: int = 512
     joint: bool = False
+    augment: bool = False
+    converge: bool = True
+    converge_tol: float = 0.01
+    converge_window: int = 3
 
     def __post_init__(self) -> None:
+        if self.backbone is not None and str(self.backbone).lower() == NO_BACKBONE:
+            object.__setattr__(self, "backbone", None)
         super().__post_init__()
         if self.hidden < 1:
             raise ValueError(f"hidden must be >= 1, got {self.hidden}")
+        self.convergence()  # checks tol and window
         if self.backbone is not None:
             if self.linear:
-                raise ValueError("backbone fine-tunes an encoder with the heads; -o encoder= trains on frozen features")
+                raise ValueError("-o backbone=SPEC and -o encoder=SPEC both give the image trunk: set one of them")
             check_encoder_spec(self.backbone)  # unknown names and missing files fail before any training
-        if self.backbone is None and not self.fine_tune_is_default():
+            if self.head_lr_multiplier is not None:
+                raise ValueError("the fact model's new layers take the 4th of -o lr_multipliers (shared,S,P/O,new)")
+        elif self.finetune != "frozen" or self.frozen_groups or self.lr_multipliers or self.branch_from:
             raise ValueError(
-                "-o finetune, frozen_groups, lr_multipliers and head_lr_multiplier set how a pretrained encoder "
-                "trains: give -o backbone=SPEC"
+                "-o finetune, frozen_groups, lr_multipliers and branch_from set how the pretrained trunk trains: "
+                "give -o backbone=SPEC (backbone=none is the small CNN trained from scratch)"
             )
         if self.joint and (self.penalty != "none" or self.init != "previous" or self.train_on != "bucket"):
             raise ValueError("joint trains from scratch on every item seen so far: leave penalty, init, train_on")
+
+    @property
+    def trunk_frozen(self) -> bool:
+        return self.backbone is not None and self.finetune == "frozen"
+
+    def convergence(self) -> Convergence | None:
+        return Convergence(self.converge_tol, self.converge_window) if self.converge else None
 
 
 class FactHead(nn.Module):
@@ -161,27 +203,61 @@ class FactLearner(ContinualLearner):
     config_class = FactConfig
 
     def __init__(self, config: FactConfig | None = None, **options: Any) -> None:
+        if config is None and options.get("frozen_groups") and "finetune" not in options:
+            options["finetune"] = "partial"  # frozen_groups alone means a partial fine-tune
         super().__init__(config, **options)
-        self._backbone: Encoder | None = None
-        if self.config.backbone is not None and config is None and "resolution" not in options:
-            # the encoder's own input side, not the default 32 px
-            self.config = dataclasses.replace(self.config, resolution=self._backbone_encoder().resolution)
-        self.fine_tune: FineTune | None = None
-        if self.config.backbone is not None and not self.config.fine_tune_is_default():
-            choice = self.config.fine_tune_choice(explicit_mode=config is not None or "finetune" in options)
-            probe = EncoderFactModel(self._backbone_encoder(), nn.Linear(self._backbone_encoder().feature_dim, 1))
-            choice.param_groups(probe.backbone, lr=self.config.lr, head=probe.head)  # vs the layer groups
-            self.config = dataclasses.replace(self.config, finetune=choice.mode)
-            self.fine_tune = choice
+        self._trunks: dict[int | None, Encoder] = {}
+        cfg = self.config
+        if cfg.backbone is not None and not cfg.trunk_frozen:
+            self.layout()  # unknown stage names and impossible layouts fail before any training
+        if cfg.lr_multipliers is not None:
+            self.multipliers()
 
     def __getstate__(self) -> dict:
-        return {**super().__getstate__(), "_backbone": None}  # reloads from its spec
+        return {**super().__getstate__(), "_trunks": {}}  # reloads from its spec
 
-    def _backbone_encoder(self) -> Encoder:
-        """The `backbone` spec's encoder on the CPU (loaded once per learner object; copied into each model)."""
-        if getattr(self, "_backbone", None) is None:
-            self._backbone = load_encoder(self.config.backbone).to("cpu")
-        return self._backbone
+    def trunk(self, resolution: int | None) -> Encoder:
+        """The `backbone` encoder on the CPU, frozen, at `resolution` without a centre crop (fact images keep their
+        whole composition); loaded once per learner object and side."""
+        if not hasattr(self, "_trunks"):
+            self._trunks = {}
+        if resolution not in self._trunks:
+            encoder = load_encoder(self.config.backbone, resolution=resolution).to("cpu")
+            p = encoder.preprocessing
+            encoder.preprocessing = type(p)(p.resolution, 1.0, p.mean, p.std)
+            self._trunks[resolution] = encoder
+        return self._trunks[resolution]
+
+    def layout(self) -> tuple[int, int] | None:
+        """(frozen stages, first branch stage) of the branched model; None when the trunk is shared whole."""
+        cfg = self.config
+        if cfg.branch_from is not None and str(cfg.branch_from).lower() == BRANCH_NONE:
+            return None
+        names = stage_names(self.trunk(None))
+        frozen, branch = default_layout(names) if cfg.branch_from is None else (None, None)
+        if cfg.branch_from is not None:
+            branch = stage_index(names, str(cfg.branch_from), "branch_from")
+        if cfg.finetune == "full":
+            frozen = 0
+        elif cfg.frozen_groups is not None:
+            frozen = int(cfg.frozen_groups)
+        elif frozen is None:
+            frozen = min(branch, default_layout(names)[0]) if any(b in names for b in DEFAULT_LAYOUT) else 0
+        if not 0 <= frozen <= branch:
+            raise ValueError(
+                f"-o frozen_groups={frozen} must not pass -o branch_from={names[branch]} (stage {branch} of "
+                f"{', '.join(names)}): frozen stages are shared"
+            )
+        return frozen, branch
+
+    def multipliers(self) -> tuple[float, ...]:
+        values = parse_multipliers(self.config.lr_multipliers)
+        if values is not None and len(values) != 4:
+            raise ValueError(
+                f"-o lr_multipliers needs 4 values for the fact model (shared, S branch, P/O branch, new layers), "
+                f"e.g. 1,1,2,10; got {self.config.lr_multipliers}"
+            )
+        return AUTHORS_MULTIPLIERS if values is None else values
 
     def check_tasks(self, tasks: Sequence[TaskKey]) -> None:
         """Before any training: fact tasks over one set of facts, each carrying the facts' word vectors."""
@@ -196,25 +272,55 @@ class FactLearner(ContinualLearner):
         state.update(fact_dim=None, seen_items=None, seen_labels=None)
         return state
 
-    # ---- models --------------------------------------------------------------------------------------------
+    # ---- items and models ----------------------------------------------------------------------------------
 
-    def _fact_model(self, dim: int, input_shape: tuple[int, ...], seed: int) -> nn.Module:
+    def _items(self, dataset, what: str) -> tuple[np.ndarray, float]:
+        """Images, or with a frozen trunk its features (computed once per image, cached), and the FLOPs spent."""
+        items, flops = super()._items(dataset, what)
+        if not self.config.trunk_frozen:
+            return items, flops
+        trunk = self.trunk(self._resolution(materialize(dataset).task))
+        return self._encode(trunk, items), self._encoder_forward_flops(trunk, items.shape[1:]) * len(items)
+
+    def _fact_model(self, dim: int, input_shape: tuple[int, ...], seed: int, resolution: int | None) -> nn.Module:
         """A seeded fact model on the current accelerator."""
         cfg = self.config
         if cfg.linear:
             return current_accelerator().place(initialise(FactHead(int(input_shape[0]), dim, cfg.hidden), seed))
+        if cfg.trunk_frozen:
+            return current_accelerator().place(initialise(BranchHeads(int(input_shape[0]), dim, cfg.hidden), seed))
         if cfg.backbone is not None:
-            encoder = self._backbone_encoder()
-            head = initialise(FactHead(encoder.feature_dim, dim, cfg.hidden), derive_seed(seed, 0))
-            return current_accelerator().place(EncoderFactModel(encoder, head))
+            layout, trunk = self.layout(), self.trunk(resolution)
+            if layout is None:
+                head = initialise(BranchHeads(trunk.feature_dim, dim, cfg.hidden), derive_seed(seed, 0))
+                model = EncoderFactModel(trunk, head)
+                if cfg.finetune == "partial":
+                    freeze_groups(model.backbone, int(cfg.frozen_groups or 0))
+                return current_accelerator().place(model)
+            model = BranchedFactModel(trunk, dim, frozen=layout[0], branch_from=layout[1])
+            torch.manual_seed(derive_seed(seed, 0))  # the new last layers; the branches start pretrained
+            for layer in (model.subject, model.predicate_object):
+                layer.reset_parameters()
+            return current_accelerator().place(model)
         model = make_model(cfg.architecture, 2, seed=seed)
         model.head = initialise(FactHead(model.backbone.out_features, dim, cfg.hidden), derive_seed(seed, 0))
         return current_accelerator().place(model)
 
     def _model(self, state: dict[str, Any]) -> nn.Module:
-        model = self._fact_model(state["fact_dim"], state["input_shape"], 0)
+        model = self._fact_model(state["fact_dim"], state["input_shape"], 0, state["resolution"])
         model.load_state_dict(state["model"])
         return model
+
+    def _param_groups(self, model: nn.Module) -> list[dict] | None:
+        cfg = self.config
+        if cfg.backbone is None:
+            return None  # the small CNN: every parameter at lr
+        return branch_param_groups(model, cfg.lr, cfg.weight_decay, self.multipliers(), AUTHORS_BIAS_MULTIPLIER)
+
+    def _max_lr(self) -> float:
+        if self.config.backbone is None or self.config.linear:
+            return super()._max_lr()
+        return self.config.lr * max(self.multipliers()) * AUTHORS_BIAS_MULTIPLIER
 
     def _item_loss(self) -> ItemLoss | None:
         return self._loss
@@ -231,7 +337,8 @@ class FactLearner(ContinualLearner):
         data = materialize(event.train_and_dev)
         items, encode_flops = self._items(data, "the training data")
         labels = np.asarray(data.labels(), dtype=np.int64)
-        resolution = None if cfg.linear else self._resolution(task)
+        features = cfg.linear or cfg.trunk_frozen
+        resolution = None if features else self._resolution(task)
         seen_items, seen_labels = state["seen_items"], state["seen_labels"]
         if cfg.joint:
             if seen_items is not None:
@@ -241,18 +348,25 @@ class FactLearner(ContinualLearner):
             seen_items, seen_labels = items, labels
         init_seed = derive_seed(seed, event.task_index, _INIT)
         if cfg.joint or cfg.init == "scratch" or state["model"] is None:
-            model = self._fact_model(targets.shape[2], items.shape[1:], init_seed)
+            model = self._fact_model(targets.shape[2], items.shape[1:], init_seed, resolution)
         else:
             model = self._model(state)
-        groups = None
-        if self.fine_tune is not None:  # frozen groups and per-group rates of the backbone (else all at lr)
-            groups = self.fine_tune.param_groups(model.backbone, lr=cfg.lr, head=model.head)
         term = self._penalty(state, model)
         term.start(model)
         train_seed = derive_seed(seed, event.task_index, _TRAIN)
         fit = self._fit(
-            model, items, labels, train_seed, resolution, term, flip=False, data_loss=self._loss, param_groups=groups
-        )  # keep left/right
+            model,
+            items,
+            labels,
+            train_seed,
+            resolution,
+            term,
+            flip=False,
+            data_loss=self._loss,
+            param_groups=self._param_groups(model),
+            augment=cfg.augment and not features,
+            convergence=cfg.convergence(),
+        )  # no flip: it would swap left and right
 
         def inputs(x: np.ndarray) -> torch.Tensor:
             return model_inputs(x, channels=int(getattr(model, "in_channels", 3)), resolution=resolution)
@@ -273,24 +387,53 @@ class FactLearner(ContinualLearner):
             "seen_labels": seen_labels,
         }
         flops = fit.train_flops + penalty_flops + (encode_flops if cfg.count_encoder_flops else 0.0)
-        return new_state, Resources(train_flops=float(flops), peak_parameters=int(held))
+        resources = Resources(
+            train_flops=float(flops),
+            peak_parameters=int(held),
+            train_steps=fit.steps,
+            train_losses=tuple(fit.epoch_losses),
+            stopped=fit.stopped,
+        )
+        return new_state, resources
+
+    def _scoring_model(self, task: TaskKey, items: np.ndarray, state: dict[str, Any]) -> tuple[nn.Module, Any]:
+        """(the model that embeds `items`, its input resolution): the trained one, or before any training the
+        seeded initial model, as at the start of task 0."""
+        if state["model"] is not None:
+            return self._model(state), state["resolution"]
+        cfg = self.config
+        resolution = None if cfg.linear or cfg.trunk_frozen else self._resolution(task)
+        dim = fact_space(task)[0].shape[2]
+        return self._fact_model(dim, items.shape[1:], derive_seed(state["seed"], 0, _INIT), resolution), resolution
 
     def predict(self, event: PredictEvent, state: dict[str, Any]) -> np.ndarray:
         """Cosine similarity [N, C] of each image's embedding with every fact of the stream."""
-        cfg, task = self.config, event.task
+        task = event.task
         self._check_label_space(task, state)
         targets, _ = fact_space(task)
         items, _ = self._items(event.dataset, f"the {event.split} split")
-        if state["model"] is not None:
-            model, resolution = self._model(state), state["resolution"]
-        else:  # before any training: the seeded initial model, as at the start of task 0
-            model = self._fact_model(targets.shape[2], items.shape[1:], derive_seed(state["seed"], 0, _INIT))
-            resolution = None if cfg.linear else self._resolution(task)
-        embeddings = predict_items(model, items, cfg.eval_batch_size, resolution=resolution)
+        model, resolution = self._scoring_model(task, items, state)
+        embeddings = predict_items(model, items, self.config.eval_batch_size, resolution=resolution)
         return cosine_scores(embeddings, targets.reshape(len(targets), -1))
 
     def predict_flops(self, event: PredictEvent, state: dict[str, Any]) -> float:
-        return 0.0  # not counted for fact learners yet (training FLOPs are)
+        """Forward FLOPs of `predict`: the frozen trunk's (when its features are computed) and the model's per item,
+        plus the cosine scores against every fact (2 x D per fact and item)."""
+        cfg, task = self.config, event.task
+        data = materialize(event.dataset)
+        items = data.images[:1]
+        encode = 0.0
+        if cfg.trunk_frozen:
+            trunk = self.trunk(self._resolution(task))
+            encode = self._encoder_forward_flops(trunk, data.image_shape)
+            items = self._encode(trunk, items)
+        elif cfg.linear:
+            items, _ = super()._items(data.subset(np.arange(1), data.split), "one item")
+        model, resolution = self._scoring_model(task, items, state)
+        x = model_inputs(items, channels=int(getattr(model, "in_channels", 3)), resolution=resolution)
+        forward = count_inference_flops(model, current_accelerator().batch(x))
+        scoring = 2.0 * fact_space(task)[0][0].size * task.num_classes
+        return (encode + forward + scoring) * len(data)
 
     _loss: FactDistanceLoss | None = None
 

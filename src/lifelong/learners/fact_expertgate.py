@@ -5,11 +5,12 @@ the most related earlier expert (relatedness from the earlier gates' reconstruct
 training data) and fine-tunes on the task with the fact learners' recipe (FactLearner.train). At test time each
 image goes to the expert whose gate reconstructs it best, which scores it against every fact of the stream.
 
-Gate features: the paper feeds the gates conv features of an ImageNet-pretrained AlexNet. No pretrained encoder
-ships offline, so by default they are the images centre-resized to `gate_resolution` pixels and flattened; with
-`gate_encoder` (an encoder spec, as ContinualConfig.encoder) they are that frozen encoder's features, and in the
-linear regime (`encoder` set) the features the expert heads see. Each gate standardises them with its own task's
-mean and standard deviation and squashes them with a sigmoid (inputs in (0, 1), as in the paper).
+Gate features: the paper feeds the gates conv features of an ImageNet-pretrained AlexNet. Here they are the
+pretrained trunk's features (`backbone`, the fact model's default: efficientnet-lite0; with a frozen trunk the very
+features the experts train on), or a `gate_encoder`'s (an encoder spec); only without a pretrained trunk
+(`-o backbone=none`) the images centre-resized to `gate_resolution` pixels and flattened. Each gate standardises
+them with its own task's mean and standard deviation and squashes them with a sigmoid (inputs in (0, 1), as in the
+paper).
 """
 
 from __future__ import annotations
@@ -63,8 +64,11 @@ class FactExpertGateConfig(FactConfig):
                 f"joint={self.joint}, train_on={self.train_on!r}, init={self.init!r}"
             )
         if self.gate_encoder is not None:
-            if self.linear:
-                raise ValueError("gate_encoder is for the CNN regime; with encoder set the gates use its features")
+            if self.linear or self.trunk_frozen:
+                raise ValueError(
+                    "gate_encoder needs images, but with a frozen trunk (or -o encoder=) the experts and gates see its "
+                    "features: leave gate_encoder out, or give -o finetune=partial|full or -o backbone=none"
+                )
             encoders.check_encoder_spec(self.gate_encoder)
 
 
@@ -171,15 +175,17 @@ class FactExpertGateLearner(FactLearner):
             self._gate_module = encoders.load_encoder(self.config.gate_encoder)
         return self._gate_module
 
-    def gate_features(self, items: np.ndarray) -> tuple[np.ndarray, float]:
-        """(the gates' input features of the model's `items` [N, D], FLOPs spent encoding them)."""
+    def gate_features(self, items: np.ndarray, resolution: int | None = None) -> tuple[np.ndarray, float]:
+        """(the gates' input features of the model's `items` [N, D], FLOPs spent encoding them): the trunk's features
+        (what a frozen trunk already gives, else the pretrained `backbone` at `resolution`), a `gate_encoder`'s, or
+        without a pretrained trunk the downsampled pixels."""
         cfg = self.config
-        if cfg.linear:
+        if cfg.linear or cfg.trunk_frozen:
             return np.asarray(items, dtype=np.float32), 0.0
-        if cfg.gate_encoder is not None:
-            encoder = self._gate_encoder()
-            flops = encoders.encoder_flops(encoder, items.shape[1:]) * len(items) if cfg.count_encoder_flops else 0.0
-            return encoders.encode(encoder, items, batch_size=cfg.eval_batch_size), flops
+        if cfg.gate_encoder is not None or cfg.backbone is not None:
+            encoder = self._gate_encoder() if cfg.gate_encoder is not None else self.trunk(resolution)
+            flops = self._encoder_forward_flops(encoder, items.shape[1:]) * len(items) if cfg.count_encoder_flops else 0
+            return self._encode(encoder, items), float(flops)
         step = cfg.eval_batch_size
         chunks = [model_inputs(items[s : s + step], resolution=cfg.gate_resolution) for s in range(0, len(items), step)]
         return torch.cat(chunks).flatten(1).numpy(), 0.0
@@ -189,7 +195,7 @@ class FactExpertGateLearner(FactLearner):
         cfg = self.config
         self._check_label_space(event.task, state)
         items, _ = self._items(materialize(event.train_and_dev), "the training data")
-        features, flops = self.gate_features(items)
+        features, flops = self.gate_features(items, self._resolution(event.task))
         seed = derive_seed(state["seed"], event.task_index, _GATE)
         gate, gate_flops = train_gate(
             features, cfg.gate_hidden, cfg.gate_epochs, cfg.gate_lr, cfg.gate_batch_size, seed
@@ -213,14 +219,14 @@ class FactExpertGateLearner(FactLearner):
         resources = Resources(spent.train_flops + gate_flops + flops, max(spent.peak_parameters, stored))
         return new_state, resources
 
-    def route(self, items: np.ndarray, state: dict[str, Any]) -> np.ndarray:
+    def route(self, items: np.ndarray, state: dict[str, Any], resolution: int | None = None) -> np.ndarray:
         """Per item (the model's inputs), the index of the expert whose gate reconstructs it best [N].
 
         The paper's softmax of -error / temperature has the same argmax for every temperature: only it is used.
         """
         if not state["gates"]:
             raise ValueError(f"{self.name}: no gate before the first task is trained")
-        features, _ = self.gate_features(items)
+        features, _ = self.gate_features(items, resolution)
         errors = np.stack([gate_errors(g, features) for g in state["gates"]], axis=1)
         return np.argmin(errors, axis=1)
 
@@ -232,7 +238,7 @@ class FactExpertGateLearner(FactLearner):
         targets, _ = fact_space(event.task)
         facts = targets.reshape(len(targets), -1)
         items, _ = self._items(event.dataset, f"the {event.split} split")
-        routes = self.route(items, state)
+        routes = self.route(items, state, self._resolution(event.task))
         scores = np.zeros((len(items), len(facts)), dtype=np.float32)
         for k in np.unique(routes):
             rows = np.flatnonzero(routes == k)

@@ -98,33 +98,30 @@ def imm_alphas(images: Sequence[int], rule: str) -> np.ndarray:
 
 
 class _IMMTerm(Term):
-    """IMM's training-time side: L2 transfer toward the previous task model (the gradient strength (theta - anchor),
-    added to each step's gradients by the step hook), and at the end the task's diagonal Fisher of `loss`."""
+    """IMM's training-time side: L2 transfer toward the previous task model, (imm_l2 / 2) ||theta - anchor||^2 added
+    to the loss (so its FLOPs count with the step's), and at the end the task's diagonal Fisher of `loss`."""
 
     name = "imm"
 
     def __init__(self, anchor: Weights | None, strength: float, loss: ItemLoss | None) -> None:
         self.anchor, self.strength, self.loss = anchor, strength, loss
-        self.step_hook = self if anchor is not None and strength > 0 else None
-        self._anchor = None if anchor is None else DeviceCopies(anchor)  # copied to the model's device once
+        self.active = anchor is not None and strength > 0
+        self._anchor = DeviceCopies(anchor) if self.active else None  # copied to the model's device once
 
-    def before_step(self, model: nn.Module) -> None:
+    def __call__(self, model: nn.Module, x: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
+        if not self.active:
+            return super().__call__(model, x, logits)
         assert self._anchor is not None
         anchor = self._anchor.on(model_device(model))
-        for name, p in model.named_parameters():
-            if p.requires_grad:
-                pull = self.strength * (p.detach() - anchor[name])
-                p.grad = pull if p.grad is None else p.grad + pull
-
-    def after_step(self, model: nn.Module) -> None:
-        """Nothing to record after the update."""
+        terms = [((p - anchor[name]) ** 2).sum() for name, p in model.named_parameters() if p.requires_grad]
+        return 0.5 * self.strength * torch.stack(terms).sum()
 
     def finish(self, model: nn.Module, items: np.ndarray, labels: np.ndarray, inputs: Inputs) -> tuple[dict, float]:
         fisher, flops = diagonal_fisher(model, items, labels, inputs, loss=self.loss)
         return {"fisher": fisher, "images": len(items)}, flops
 
     def held_parameters(self) -> int:
-        return 0 if self.step_hook is None else sum(v.numel() for v in self.anchor.values())
+        return sum(v.numel() for v in self.anchor.values()) if self.active else 0
 
 
 class FactIMMLearner(FactLearner):
@@ -144,7 +141,7 @@ class FactIMMLearner(FactLearner):
 
     def _penalty(self, state: dict[str, Any], model: nn.Module) -> Term:
         cfg = self.config
-        cap = 1.0 / (cfg.linear_lr if cfg.linear else cfg.lr)  # keeps SGD on the quadratic stable, as _curvature
+        cap = 1.0 / self._max_lr()  # keeps SGD on the quadratic stable, as the other penalties
         anchor = state["model"] if cfg.imm_l2 > 0 else None
         return _IMMTerm(anchor, min(cfg.imm_l2, cap), self._item_loss())
 

@@ -178,6 +178,9 @@ def _run_event(
             record.update(split="train", train_flops=float(resources.train_flops), num_items=len(event.train_and_dev))
             record["peak_parameters"] = int(resources.peak_parameters)
             record["dev_curve"] = [float(e) for e in resources.dev_curve]
+            if resources.train_steps:
+                record.update(train_steps=int(resources.train_steps), stopped=resources.stopped or None)
+                record["train_losses"] = [float(v) for v in resources.train_losses]
             record.update(_data_notes(stream, event.task_index))
         else:
             predictions = learner.predict(event, learner_state)

@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from lifelong.core.tasks import TaskKind
+from lifelong.training.convergence import Convergence
 from lifelong.training.devices import current_accelerator
 from lifelong.training.flops import count_training_flops
 from lifelong.training.inputs import Size, prepare_batch
@@ -46,6 +47,7 @@ class ContinualFit:
     flops_per_step: float
     train_flops: float
     epoch_losses: list[float] = field(default_factory=list)
+    stopped: str = "epochs"  # "epochs" (a fixed count), "converged" or "cap" (see training.convergence)
 
 
 def model_inputs(
@@ -88,6 +90,7 @@ def train_continual(
     step_hook: StepHook | None = None,
     data_loss: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None,
     param_groups: list[dict[str, Any]] | None = None,
+    convergence: Convergence | None = None,
 ) -> ContinualFit:
     """Train `model` in place on (`items`, int64 `labels`) with SGD + momentum and a x0.1 step at `lr_step`.
 
@@ -97,7 +100,8 @@ def train_continual(
     to the data loss (`data_loss(outputs, labels)`, default the cross-entropy); `step_hook` sees each step (before
     and after the optimizer update). The model trains on the current accelerator (as `train_model`).
     `param_groups` (e.g. from `encoders.param_groups`: a frozen prefix, per-group learning rates) replaces the
-    default (every trainable parameter at `lr`); the step decay scales each group's own lr.
+    default (every trainable parameter at `lr`); the step decay scales each group's own lr. With `convergence`,
+    `epochs` is a cap and the rule of `lifelong.training.convergence` decides the decay and the stop instead.
     """
     items, labels = np.asarray(items), np.asarray(labels, dtype=np.int64)
     n = len(items)
@@ -130,9 +134,16 @@ def train_continual(
     flops_per_step: float | None = None
     losses: list[float] = []
     step = 0
+    phase_start, decayed, stopped = 0, False, "epochs" if convergence is None else "cap"
     for epoch in range(epochs):
+        if convergence is not None and convergence.plateaued(losses[phase_start:]):
+            if decayed or not convergence.decay:
+                stopped = "converged"
+                break
+            decayed, phase_start = True, len(losses)
+        decay = decayed if convergence is not None else epoch >= decay_epoch
         for group, base_lr in zip(optimizer.param_groups, base_lrs, strict=True):
-            group["lr"] = base_lr * (0.1 if epoch >= decay_epoch else 1.0)
+            group["lr"] = base_lr * (0.1 if decay else 1.0)
         model.train()
         order = np.random.default_rng(derive_seed(seed, _ORDER, epoch)).permutation(n)
         epoch_losses = EpochLoss()
@@ -155,7 +166,7 @@ def train_continual(
             step += 1
         losses.append(epoch_losses.mean())
     assert flops_per_step is not None  # n >= 1 and epochs >= 1, so a step ran
-    return ContinualFit(step, batch, flops_per_step, flops_per_step * step, losses)
+    return ContinualFit(step, batch, flops_per_step, flops_per_step * step, losses, stopped)
 
 
 @torch.no_grad()

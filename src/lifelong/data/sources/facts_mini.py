@@ -82,7 +82,7 @@ class FactsMiniOptions:
     SP and SPO facts next to one S fact per object. Jitter: `shift` (position, fraction of the side), `scale_jitter`
     (log-scale); the rest is cog-mini's augmentation (crop area range, max rotation, colour jitter, max hue shift)."""
 
-    size: int = 32
+    size: int = 64
     seed: int = 0
     test_style: str = "twemoji"
     train_styles: tuple[str, ...] | None = None
