@@ -1,20 +1,22 @@
 """Lifelong fact learning in a visual-semantic space (spec/fact_learning.md sections 1 and 4).
 
-The model maps an image into the fact space of t(f) = [w(S); w(P); w(O)]: an image encoder (the CNN trained with the
-heads, or a frozen toolkit encoder / given features) followed by an S branch (linear, to w(S)) and a P-O branch (one
-hidden layer, to [w(P); w(O)]). Loss: sum over the parts defined in the image's fact of the non-squared L2 distance
-||phi_c(x) - t_c|| (undefined parts masked out: an <S> fact says nothing of P and O), mean over the batch.
-Prediction: cosine similarity of the image's embedding with every fact's t(f), [N, C] over the stream's facts.
+The model maps an image into the fact space of t(f) = [w(S); w(P); w(O)]: a pretrained trunk shared by an S branch
+and a P/O branch (the authors' Model_2, `lifelong.learners.fact_model`; by default the trunk is frozen and its
+features computed once per image), or the small CNN trained from scratch with `FactHead`. Loss: sum over the parts
+defined in the image's fact of the non-squared L2 distance ||phi_c(x) - t_c|| (undefined parts masked out: an <S>
+fact says nothing of P and O), mean over the batch. Prediction: cosine similarity of the image's embedding with
+every fact's t(f), [N, C] over the stream's facts. Every method trains each task to convergence
+(`lifelong.training.convergence`).
 
-The stream gives the facts (every task's `class_names`, all of the stream's facts) and their word vectors
-(`task.metadata["fact_vectors"]`, float32 [C, 3, d], zero for an undefined part). Methods are options of the
-continual learners: fine-tuning, EWC / SI / MAS regularisation, and Joint (each task retrains from scratch on every
-training item seen so far, in a canonical order, so the final model does not depend on how facts were split).
+The stream gives the facts (every task's `class_names`, all of the stream's facts), their word vectors
+(`task.metadata["fact_vectors"]`, float32 [C, 3, d], zero for an undefined part unless centred) and which parts each
+defines (`fact_mask`). Methods are options of the continual learners: fine-tuning, EWC / SI / MAS regularisation,
+and Joint (each task retrains from scratch on every training item seen so far, in a canonical order, so the final
+model does not depend on how facts were split).
 """
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +35,8 @@ from lifelong.learners.fact_model import (
     DEFAULT_LAYOUT,
     BranchedFactModel,
     BranchHeads,
+    EncoderFactModel,
+    FactHead,
     branch_param_groups,
     default_layout,
     stage_index,
@@ -120,35 +124,6 @@ class FactConfig(FineTuneOptions, ContinualConfig):
 
     def convergence(self) -> Convergence | None:
         return Convergence(self.converge_tol, self.converge_window) if self.converge else None
-
-
-class FactHead(nn.Module):
-    """S branch (linear -> w(S)) and P-O branch (linear, ReLU, linear -> [w(P); w(O)]) on encoder features."""
-
-    def __init__(self, in_features: int, dim: int, hidden: int) -> None:
-        super().__init__()
-        self.subject = nn.Linear(in_features, dim)
-        self.predicate_object = nn.Sequential(nn.Linear(in_features, hidden), nn.ReLU(), nn.Linear(hidden, 2 * dim))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.cat([self.subject(x), self.predicate_object(x)], dim=1)
-
-
-class EncoderFactModel(nn.Module):
-    """A trainable copy of an Encoder (`backbone`, with `out_features`) followed by a fact head (`head`)."""
-
-    def __init__(self, encoder: Encoder, head: nn.Module) -> None:
-        super().__init__()
-        self.backbone = copy.deepcopy(encoder).unfreeze()
-        self.backbone.out_features = encoder.feature_dim
-        self.head = head
-        self.in_channels = encoder.in_channels
-
-    def features(self, x: torch.Tensor) -> torch.Tensor:
-        return self.backbone(x)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.head(self.backbone(x))
 
 
 class FactDistanceLoss:

@@ -48,6 +48,35 @@ def stage_index(names: Sequence[str], name: str, option: str) -> int:
     return list(names).index(name)
 
 
+class FactHead(nn.Module):
+    """S branch (linear -> w(S)) and P-O branch (linear, ReLU, linear -> [w(P); w(O)]) on encoder features."""
+
+    def __init__(self, in_features: int, dim: int, hidden: int) -> None:
+        super().__init__()
+        self.subject = nn.Linear(in_features, dim)
+        self.predicate_object = nn.Sequential(nn.Linear(in_features, hidden), nn.ReLU(), nn.Linear(hidden, 2 * dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cat([self.subject(x), self.predicate_object(x)], dim=1)
+
+
+class EncoderFactModel(nn.Module):
+    """A trainable copy of an Encoder (`backbone`, with `out_features`) followed by a fact head (`head`)."""
+
+    def __init__(self, encoder: Encoder, head: nn.Module) -> None:
+        super().__init__()
+        self.backbone = copy.deepcopy(encoder).unfreeze()
+        self.backbone.out_features = encoder.feature_dim
+        self.head = head
+        self.in_channels = encoder.in_channels
+
+    def features(self, x: torch.Tensor) -> torch.Tensor:
+        return self.backbone(x)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.backbone(x))
+
+
 class BranchHeads(nn.Module):
     """On shared features: an S branch (linear to `hidden`, ReLU) and a P/O branch (the same), each followed by a
     new linear layer to dim (S) or 2 x dim (P and O): separate upper layers over a trunk shared whole."""
@@ -142,6 +171,8 @@ __all__ = [
     "AUTHORS_MULTIPLIERS",
     "BranchHeads",
     "BranchedFactModel",
+    "EncoderFactModel",
+    "FactHead",
     "branch_param_groups",
     "default_layout",
     "stage_index",
