@@ -37,7 +37,8 @@ def fact_summary(data: RunData) -> dict[str, Any]:
 def _group(data: RunData) -> tuple[str, str, str]:
     config = data.info.get("config", {})
     split = (data.info["stream"].get("metadata") or {}).get("split", {})
-    method = str(split.get("method", "?")) + (f" ({split['linkage']})" if split.get("linkage") else "")
+    how = ", ".join(str(split[k]) for k in ("distance", "linkage") if split.get(k))
+    method = str(split.get("method", "?")) + (f" ({how})" if how else "")
     return str(data.info["stream"]["name"]), method, str(config.get("learner", "?"))
 
 
