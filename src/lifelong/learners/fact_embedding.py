@@ -86,7 +86,7 @@ class FactConfig(FineTuneOptions, ContinualConfig):
     backbone: str | None = "efficientnet-lite0"
     finetune: str = "frozen"
     branch_from: str | None = None
-    epochs: int = 60
+    epochs: int = 200
     lr: float = 0.003
     weight_decay: float = 5e-4
     resolution: int | None = None
