@@ -153,3 +153,16 @@ def test_centring_subtracts_the_mean_fact_after_zero_padding():
     centred = centre_facts(vectors)
     np.testing.assert_allclose(centred.mean(axis=0), 0.0, atol=1e-6)
     np.testing.assert_allclose(centred[2, 1], -vectors[:, 1].mean(axis=0), atol=1e-6)  # undefined P -> -mean
+
+
+def test_auto_keeps_to_the_mst_variant_above_the_dense_limit(monkeypatch):
+    import lifelong.facts.split_choice as choice
+
+    monkeypatch.setattr(choice, "MAX_DENSE_FACTS", 10)
+    assert choice.candidate_variants("auto", "auto", 11) == [("eq2", "single")]
+    assert len(choice.candidate_variants("auto", "auto", 10)) == 8
+    assert choice.candidate_variants("padded", "auto", 5) == [
+        ("padded", k) for k in ("single", "average", "complete", "ward")
+    ]
+    with pytest.raises(ValueError, match="unknown linkage 'median'"):
+        choice.candidate_variants("auto", "median", 5)

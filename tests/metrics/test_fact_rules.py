@@ -54,3 +54,17 @@ def test_the_record_counts_both_rules_and_their_chance():
     summary = metrics.compute(state)
     assert "fact_generalized_mean_over_examples_authors" not in summary
     assert summary["fact_generalized_mean_over_examples"] == pytest.approx(record["fact_generalized_correct"] / n)
+
+
+def test_the_summary_sums_training_steps_and_keeps_each_fits_final_loss_and_ending():
+    metric = FactMetrics(2)
+    state = metric.init()
+    fits = [(0, 120, [0.9, 0.5, 0.41], "converged"), (1, 300, [0.8, 0.6], "cap")]
+    for task, steps, losses, stopped in fits:
+        record = {"type": "train", "task_index": task, "train_steps": steps, "train_losses": losses}
+        state = metric.add(state, {**record, "stopped": stopped})
+    state = metric.add(state, {"type": "train", "task_index": 1, "train_steps": 0})  # a learner that reports none
+    out = metric.compute(state)
+    assert out["fact_train_steps"] == 420
+    assert out["fact_train_final_losses"] == [0.41, 0.6]
+    assert out["fact_train_capped"] == 1

@@ -41,6 +41,13 @@ def print_fact_run(result: dict) -> None:
     by_rule = [f"{label} {_percent(result.get(key))}%" for key, label in BY_RULE if result.get(key) is not None]
     if by_rule:
         console.print("; ".join(by_rule))
+    if result.get("fact_train_steps"):
+        losses = "/".join("-" if v is None else f"{v:.3f}" for v in result["fact_train_final_losses"])
+        capped = result.get("fact_train_capped", 0)
+        console.print(
+            f"training: {result['fact_train_steps']:,} steps, final loss per task {losses}"
+            + (f"; [yellow]{capped} fit(s) stopped at the epoch cap before converging[/]" if capped else "; converged")
+        )
     few = (result.get("fact_few_shot") or {}).get("accuracy")
     if few is not None:
         console.print(f"few-shot facts (generalized top-5): {_percent(few)}%")

@@ -48,6 +48,7 @@ class _FactState:
     # (after_task_index, task_index), items, standard correct, generalized correct, per-fact counts, the
     # _RULE_FIELDS values (None where a record has none)
     cells: tuple = ()
+    fits: tuple = ()  # per train record: (task_index, optimizer steps, last epoch's mean loss, how the fit ended)
 
 
 class FactMetrics:
@@ -66,6 +67,10 @@ class FactMetrics:
         return _FactState()
 
     def add(self, state: _FactState, record: dict) -> _FactState:
+        if record.get("type") == "train" and record.get("train_steps"):
+            losses = record.get("train_losses") or [None]
+            fit = (int(record["task_index"]), int(record["train_steps"]), losses[-1], record.get("stopped"))
+            return replace(state, fits=state.fits + (fit,))
         if record.get("type") != "predict" or "fact_items" not in record:
             return state
         after, task = int(record["after_task_index"]), int(record["task_index"])
@@ -89,6 +94,10 @@ class FactMetrics:
         cells = {c[0]: c for c in state.cells}
         last = max((after for after, _ in cells), default=-1)
         out: dict = {"fact_tasks_trained": last + 1}
+        if state.fits:  # how each task's training went (steps, final training loss, converged or capped)
+            out["fact_train_steps"] = sum(f[1] for f in state.fits)
+            out["fact_train_final_losses"] = [f[2] for f in state.fits]
+            out["fact_train_capped"] = sum(f[3] == "cap" for f in state.fits)
         if last < 0:
             return out
         final = [cells.get((last, j)) for j in range(self.num_tasks)]
