@@ -209,15 +209,16 @@ class FactLearner(ContinualLearner):
         if cfg.branch_from is not None and str(cfg.branch_from).lower() == BRANCH_NONE:
             return None
         names = stage_names(self.trunk(None))
-        frozen, branch = default_layout(names) if cfg.branch_from is None else (None, None)
-        if cfg.branch_from is not None:
+        known = any(stage in names for stage in DEFAULT_LAYOUT)
+        default_frozen = default_layout(names)[0] if known else 0
+        if cfg.branch_from is None:
+            branch = default_layout(names)[1]  # a ValueError asking for -o branch_from where there is no default
+        else:
             branch = stage_index(names, str(cfg.branch_from), "branch_from")
         if cfg.finetune == "full":
             frozen = 0
-        elif cfg.frozen_groups is not None:
-            frozen = int(cfg.frozen_groups)
-        elif frozen is None:
-            frozen = min(branch, default_layout(names)[0]) if any(b in names for b in DEFAULT_LAYOUT) else 0
+        else:
+            frozen = int(cfg.frozen_groups) if cfg.frozen_groups is not None else min(default_frozen, branch)
         if not 0 <= frozen <= branch:
             raise ValueError(
                 f"-o frozen_groups={frozen} must not pass -o branch_from={names[branch]} (stage {branch} of "
