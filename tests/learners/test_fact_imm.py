@@ -161,5 +161,6 @@ def test_imm_passes_the_protocol_checks_and_runs_a_fact_stream():
     summary = testing.check_learner(make_learner("fact-imm", **FAST, imm_alpha="images"), stream=make_stream)
     assert summary["fact_generalized_mean_over_tasks"] is not None
     result = run(make_learner("fact-imm", **FAST), make_stream(), seed=0).summary
+    assert result["fact_train_steps"] > 0 and len(result["fact_train_final_losses"]) == 2  # what training did
     for key in ("fact_standard_mean_over_tasks", "fact_generalized_mean_over_examples", "fact_bwt", "fact_fwt"):
         assert result[key] is not None

@@ -15,6 +15,7 @@ paper).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -216,7 +217,11 @@ class FactExpertGateLearner(FactLearner):
             parents=[*state["parents"], parent],
             relatedness=[*state["relatedness"], related],
         )
-        resources = Resources(spent.train_flops + gate_flops + flops, max(spent.peak_parameters, stored))
+        resources = dataclasses.replace(
+            spent,
+            train_flops=spent.train_flops + gate_flops + flops,
+            peak_parameters=max(spent.peak_parameters, stored),
+        )
         return new_state, resources
 
     def route(self, items: np.ndarray, state: dict[str, Any], resolution: int | None = None) -> np.ndarray:

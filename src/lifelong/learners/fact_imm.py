@@ -9,6 +9,7 @@ alpha_k F_k. Training of task t+1 continues from theta_t, the task model, never 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -156,7 +157,7 @@ class FactIMMLearner(FactLearner):
         }
         stored = 2 * sum(v.numel() for fisher in imm["fishers"] for v in fisher.values())  # weights + Fisher
         peak = max(spent.peak_parameters, stored)
-        return {**new_state, "penalty": None, "imm": imm}, Resources(spent.train_flops, peak, spent.dev_curve)
+        return {**new_state, "penalty": None, "imm": imm}, dataclasses.replace(spent, peak_parameters=peak)
 
     def merged(self, state: dict[str, Any]) -> Weights:
         """The deployed weights: the mode-IMM merge of every task model trained so far."""
