@@ -28,7 +28,7 @@ from torch import nn
 from lifelong.core.events import PredictEvent, TrainEvent
 from lifelong.core.resources import Resources
 from lifelong.core.tasks import TaskKey
-from lifelong.learners.continual import ContinualConfig, ContinualLearner
+from lifelong.learners.continual import FEATURES, ContinualConfig, ContinualLearner
 from lifelong.learners.fact_model import (
     AUTHORS_BIAS_MULTIPLIER,
     AUTHORS_MULTIPLIERS,
@@ -194,8 +194,6 @@ class FactLearner(ContinualLearner):
     def trunk(self, resolution: int | None) -> Encoder:
         """The `backbone` encoder on the CPU, frozen, at `resolution` without a centre crop (fact images keep their
         whole composition); loaded once per learner object and side."""
-        if not hasattr(self, "_trunks"):
-            self._trunks = {}
         if resolution not in self._trunks:
             encoder = load_encoder(self.config.backbone, resolution=resolution).to("cpu")
             p = encoder.preprocessing
@@ -399,12 +397,13 @@ class FactLearner(ContinualLearner):
         data = materialize(event.dataset)
         items = data.images[:1]
         encode = 0.0
-        if cfg.trunk_frozen:
+        if cfg.trunk_frozen:  # FLOPs depend on shapes only: a zero feature row stands for the trunk's output
             trunk = self.trunk(self._resolution(task))
             encode = self._encoder_forward_flops(trunk, data.image_shape)
-            items = self._encode(trunk, items)
+            items = np.zeros((1, trunk.feature_dim), np.float32)
         elif cfg.linear:
-            items, _ = super()._items(data.subset(np.arange(1), data.split), "one item")
+            dim = data.image_shape[0] if cfg.encoder == FEATURES else self.encoder().feature_dim
+            items = np.zeros((1, dim), np.float32)
         model, resolution = self._scoring_model(task, items, state)
         x = model_inputs(items, channels=int(getattr(model, "in_channels", 3)), resolution=resolution)
         forward = count_inference_flops(model, current_accelerator().batch(x))
