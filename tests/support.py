@@ -27,10 +27,15 @@ def write_corrupt_png(path: Path) -> Path:
     return path
 
 
+def idx_bytes(array: np.ndarray) -> bytes:
+    """An IDX file's bytes (MNIST's format, uint8 payload)."""
+    header = bytes([0, 0, 0x08, array.ndim]) + struct.pack(f">{array.ndim}I", *array.shape)
+    return header + array.astype(np.uint8).tobytes()
+
+
 def write_idx(path: Path, array: np.ndarray, compress: bool = True) -> None:
     """An IDX file (uint8 payload), gzipped by default."""
-    header = bytes([0, 0, 0x08, array.ndim]) + struct.pack(f">{array.ndim}I", *array.shape)
-    data = header + array.astype(np.uint8).tobytes()
+    data = idx_bytes(array)
     path.write_bytes(gzip.compress(data) if compress else data)
 
 

@@ -13,6 +13,7 @@ from rich.table import Table
 
 from lifelong.commands.bench import bench_app
 from lifelong.commands.cog import cog_app
+from lifelong.commands.data_fetch import fetch_command
 from lifelong.commands.device_options import (
     ChannelsLastOption,
     CompileOption,
@@ -30,8 +31,9 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
-data_app = typer.Typer(help="Look at data sources.", no_args_is_help=True)
+data_app = typer.Typer(help="Look at data sources and fetch real datasets.", no_args_is_help=True)
 app.add_typer(data_app, name="data")
+data_app.command("fetch")(fetch_command)
 DATA_ROOT_HELP = "Datasets folder (default: $LIFELONG_DATA, else ~/.lifelong/data)."
 app.add_typer(bench_app, name="bench")
 app.add_typer(cog_app, name="cog")
@@ -404,6 +406,10 @@ def data_status_command(
         console.print("Each missing folder may hold any of these layouts:")
         for layout in rows[0]["layouts"]:
             console.print(f"  - {escape(layout)}")
+        fetchable = sorted({r["name"] for r in rows if not r["available"] and r["fetch"]})
+        if fetchable:
+            console.print(f"lifelong data fetch gets {len(fetchable)} of the missing datasets (--dry-run first):")
+            console.print(f"  lifelong data fetch {' '.join(fetchable)}", soft_wrap=True)
 
 
 @app.command("report")

@@ -304,7 +304,10 @@ class _MissingData:
 
 def data_status(stream_name_or_variant: str, data_root: str | os.PathLike | None = None) -> list[dict]:
     """Per task of a Nevis'22 stream (e.g. "nevis-full" or "short"): whether its data is there and what to provide."""
+    from lifelong.data.fetch import load_manifest
+
     rows = variant_tasks(stream_name_or_variant)
+    fetchable = load_manifest()
     found: dict[str, TaskData] = {}
     status = []
     for row, uid in zip(rows, task_uids(rows), strict=True):
@@ -322,6 +325,7 @@ def data_status(stream_name_or_variant: str, data_root: str | os.PathLike | None
                 "layouts": [text for _, text in LAYOUTS],
                 "published": row.published,
                 "provide": None if data.available else data.provide(row.display, row.published),
+                "fetch": f"lifelong data fetch {row.name}" if row.name in fetchable else None,
             }
         )
     return status

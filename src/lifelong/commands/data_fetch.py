@@ -1,0 +1,254 @@
+"""`lifelong data fetch`: get real datasets into the data root, verified, resumable, converted (on request only).
+
+The datasets, their artefacts and licences are the manifest's (lifelong.data.fetch); this module picks the
+datasets a command names (by name or by stream), asks for licences, shows progress and reports.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from lifelong.commands.terminal import console, fail, note
+from lifelong.data.fetch import (
+    DatasetEntry,
+    DownloadSettings,
+    FetchRequest,
+    fetch,
+    load_manifest,
+)
+
+NEVIS_PREFIX = "nevis-"
+
+
+def nevis_streams() -> dict[str, set[str]]:
+    """Dataset name -> the Nevis'22 streams whose tasks read it (from the task tables)."""
+    from lifelong.suites.nevis import Variant, variant_tasks
+
+    streams: dict[str, set[str]] = {}
+    for variant in Variant:
+        for row in variant_tasks(variant):
+            streams.setdefault(row.name, set()).add(f"{NEVIS_PREFIX}{variant.value}")
+    return streams
+
+
+def streams_of(entries: dict[str, DatasetEntry]) -> dict[str, tuple[str, ...]]:
+    """Each dataset's streams: those its manifest entry names plus the Nevis'22 streams that read it."""
+    nevis = nevis_streams()
+    return {name: tuple(sorted(set(e.streams) | nevis.get(name, set()))) for name, e in entries.items()}
+
+
+def select(entries: dict[str, DatasetEntry], names: list[str], stream: str | None) -> list[DatasetEntry]:
+    """The datasets named, or those a stream reads; a name not in the manifest is an error with the closest one."""
+    from lifelong.core.suggest import did_you_mean
+
+    chosen: list[str] = []
+    if stream:
+        by_stream = streams_of(entries)
+        chosen = [n for n, s in by_stream.items() if stream in s]
+        if not chosen:
+            known = sorted({s for v in by_stream.values() for s in v})
+            raise fail(f"no dataset of the manifest is read by stream {stream!r}{did_you_mean(stream, known)}")
+        if stream.startswith(NEVIS_PREFIX):
+            missing = sorted(nevis_streams_names(stream) - set(entries))
+            if missing:
+                note(f"{stream}: {len(missing)} of its datasets are not in the manifest: {', '.join(missing)}")
+    for name in names:
+        if name not in entries:
+            raise fail(f"unknown dataset {name!r}{did_you_mean(name, entries)}; lifelong data fetch --list shows them")
+        chosen.append(name)
+    if not chosen:
+        raise fail("name the datasets to fetch (lifelong data fetch NAME...), or --stream S, or --list")
+    return [entries[n] for n in dict.fromkeys(chosen)]
+
+
+def nevis_streams_names(stream: str) -> set[str]:
+    from lifelong.suites.nevis import variant_tasks
+
+    return {row.name for row in variant_tasks(stream)}
+
+
+def list_datasets(entries: dict[str, DatasetEntry], as_json: bool) -> None:
+    streams = streams_of(entries)
+    rows = [entries[n].as_json(streams[n]) for n in sorted(entries)]
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    table = Table(title=f"{len(rows)} datasets in the manifest", title_justify="left")
+    for column in ("dataset", "access", "converter", "licence", "size", "streams"):
+        table.add_column(column, no_wrap=column in ("dataset", "access"))
+    for name in sorted(entries):
+        e = entries[name]
+        flags = " (accept)" if e.licence.requires_acceptance else ""
+        flags += " (non-commercial)" if e.licence.non_commercial else ""
+        size = _bytes(e.download_bytes) if e.download_bytes is not None else "?"
+        shown = ", ".join(streams[name][:3]) + (" ..." if len(streams[name]) > 3 else "")
+        table.add_row(escape(name), e.access, e.converter, escape(e.licence.name + flags), size, escape(shown))
+    console.print(table)
+    auto = sum(e.access == "auto" and not e.licence.requires_acceptance for e in entries.values())
+    console.print(f"{auto} of {len(entries)} download with no manual step: lifelong data fetch NAME")
+
+
+def _bytes(n: int | None) -> str:
+    if n is None:
+        return "?"
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if n < 1000 or unit == "TB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000  # type: ignore[assignment]
+    return f"{n}"
+
+
+def dry_run(requests: list[FetchRequest]) -> None:
+    """What a fetch would do: bytes to download, disk needed (an estimate) and free, manual steps."""
+    from lifelong.data.fetch.install import is_up_to_date, locate_in
+
+    table = Table(title="dry run: nothing is downloaded or written", title_justify="left")
+    for column in ("dataset", "access", "to do", "download", "disk needed (est.)"):
+        table.add_column(column)
+    total, unknown = 0, False
+    steps = []
+    for r in requests:
+        e = r.entry
+        if is_up_to_date(r) and not r.overwrite:
+            table.add_row(escape(e.name), e.access, "up to date", "0 B", "0 B")
+            continue
+        pending = [
+            a
+            for a in e.artefacts
+            if not (r.downloads / a.file).is_file()
+            and not (r.from_dir is not None and locate_in(r.from_dir, a, e.name) is not None)
+        ]
+        size = None if any(a.size is None for a in pending) else sum(a.size or 0 for a in pending)
+        unknown |= size is None
+        total += size or 0
+        whole = e.download_bytes
+        todo = "verify + convert" if not pending else ("download + convert" if e.access != "manual" else "manual")
+        table.add_row(escape(e.name), e.access, todo, _bytes(size), _bytes(None if whole is None else 3 * whole))
+        if e.access == "manual" and pending:
+            steps.append(f"{e.name}: {e.manual}")
+        if e.licence.requires_acceptance and not r.licence_accepted:
+            steps.append(f"{e.name}: needs --accept-licence {e.name} ({e.licence.name}: {e.licence.terms})")
+    console.print(table)
+    root = requests[0].root
+    existing = next(p for p in (root, *root.parents) if p.exists())
+    free = shutil.disk_usage(existing).free
+    console.print(
+        f"to download: {_bytes(total)}{' + unknown sizes' if unknown else ''}; free at {existing}: {_bytes(free)}"
+    )
+    console.print("disk needed counts the download, its unpacked copy and the converted folder (3x the archives).")
+    for step in steps:
+        console.print(f"  - {escape(step)}", soft_wrap=True)
+
+
+def accept_licences(entries: list[DatasetEntry], accepted: set[str]) -> set[str]:
+    """The datasets whose licence is accepted: named with --accept-licence, or confirmed at a terminal."""
+    result = set(accepted)
+    for e in entries:
+        if e.licence.requires_acceptance and e.name not in result and sys.stdin.isatty():
+            console.print(f"{escape(e.title)} ({e.licence.name}): {escape(e.licence.terms)} {escape(e.licence.url)}")
+            if typer.confirm(f"Accept the licence of {e.name}?", default=False):
+                result.add(e.name)
+    return result
+
+
+def run_fetch(
+    requests: list[FetchRequest], settings: DownloadSettings, jobs: int, show_progress: bool
+) -> list[tuple[str, str]]:
+    """Fetch each request (`jobs` at a time); returns (dataset, outcome or error) rows."""
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
+
+    def one(request: FetchRequest, progress_for: Callable) -> tuple[str, str]:
+        try:
+            outcome = fetch(request, settings, progress_for)
+        except (OSError, ValueError) as exc:  # refusals, checksums, downloads, conversions: all name the dataset
+            return request.entry.name, f"error: {exc}"
+        checks = ", ".join(sorted({c.check for c in outcome.checks})) or "-"
+        return request.entry.name, f"{outcome.state} ({outcome.path}; checked by {checks})"
+
+    columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn())
+    with Progress(*columns, console=console, disable=not show_progress, transient=True) as bar:
+        overall = bar.add_task("all files", total=sum(a.size or 0 for r in requests for a in r.entry.artefacts) or None)
+
+        def progress_for(artefact):
+            task = bar.add_task(artefact.file, total=artefact.size)
+
+            def advance(done: int, total: int | None) -> None:
+                if total is not None:
+                    bar.update(task, total=total)
+                bar.update(task, advance=done)
+                bar.update(overall, advance=done)
+
+            return advance
+
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            return list(pool.map(lambda r: one(r, progress_for), requests))
+
+
+def fetch_command(
+    names: list[str] = typer.Argument(None, help="Datasets to fetch (lifelong data fetch --list names them)."),
+    stream: str = typer.Option(None, "--stream", help="Fetch every dataset this stream reads, e.g. nevis-short."),
+    data_root: Path = typer.Option(
+        None, "--data-root", help="Datasets folder (default: $LIFELONG_DATA, else ~/.lifelong/data)."
+    ),
+    from_dir: Path = typer.Option(
+        None, "--from", help="A folder holding the artefacts already: verify and convert, no network."
+    ),
+    mirror: list[str] = typer.Option(
+        None, "--mirror", help="Base URL tried first for each file: URL/<dataset>/<file>."
+    ),
+    accept: list[str] = typer.Option(
+        None, "--accept-licence", help="Accept this dataset's licence (repeat per dataset)."
+    ),
+    manifest: list[Path] = typer.Option(None, "--manifest", help="A TOML manifest of your own datasets (same schema)."),
+    dry_run_flag: bool = typer.Option(
+        False, "--dry-run", help="Say what would be downloaded, the disk needed and free, manual steps."
+    ),
+    jobs: int = typer.Option(2, "--jobs", min=1, help="Datasets fetched at once."),
+    overwrite: bool = typer.Option(
+        False, "--overwrite", help="Replace a dataset folder that is there (fetched or not)."
+    ),
+    list_flag: bool = typer.Option(False, "--list", help="List the manifest's datasets and stop."),
+    as_json: bool = typer.Option(False, "--json", help="With --list: print JSON."),
+) -> None:
+    """Download (or take from --from), verify, unpack and convert datasets into the data root. Only on request."""
+    from lifelong.data.fetch import ManifestError
+    from lifelong.data.roots import resolve_data_root
+
+    try:
+        entries = load_manifest(manifest or [])
+    except ManifestError as exc:
+        raise fail(exc) from None
+    if list_flag:
+        list_datasets(entries, as_json)
+        return
+    if from_dir is not None and not from_dir.is_dir():
+        raise fail(f"--from {from_dir}: not a folder")
+    chosen = select(entries, names or [], stream)
+    root = resolve_data_root(data_root)
+    unknown_accept = sorted(set(accept or []) - set(entries))
+    if unknown_accept:
+        raise fail(f"--accept-licence names unknown datasets: {', '.join(unknown_accept)}")
+    accepted = set(accept or []) if dry_run_flag else accept_licences(chosen, set(accept or []))
+    requests = [FetchRequest(e, root, from_dir, tuple(mirror or []), e.name in accepted, overwrite) for e in chosen]
+    if dry_run_flag:
+        dry_run(requests)
+        return
+    rows = run_fetch(requests, DownloadSettings(), jobs, show_progress=sys.stderr.isatty())
+    errors = [f"{name}: {outcome.removeprefix('error: ')}" for name, outcome in rows if outcome.startswith("error: ")]
+    for name, outcome in rows:
+        if not outcome.startswith("error: "):
+            console.print(f"{escape(name)}: {escape(outcome)}", soft_wrap=True)
+    if errors:
+        raise fail(
+            f"{len(errors)} of {len(rows)} datasets not fetched; nothing of theirs was written to {root}:\n"
+            + "\n".join(errors)
+        )

@@ -1,0 +1,150 @@
+"""`lifelong data fetch` from the command line: --list --json, --from, --dry-run, licences, --manifest, --stream."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from fetch_fixtures import digest, manifest_toml, mnist_files, write_files
+from loopback import Loopback, Route
+from typer.testing import CliRunner
+
+from lifelong.cli import app
+from lifelong.data.sources import load_source
+from lifelong.data.sources.idx import FASHION_MNIST_DIRS
+
+runner = CliRunner()
+
+
+def lab_manifest(tmp_path: Path, urls: dict[str, str] | None = None, **extra) -> tuple[Path, dict[str, bytes]]:
+    files, _ = mnist_files()
+    artefacts = [{"file": f, "urls": [urls[f] if urls else f"https://example.org/{f}"], "sha256": digest(b)}
+                 for f, b in files.items()]  # fmt: skip
+    entry = {"name": "lab_digits", "title": "Lab digits", "access": "auto", "converter": "idx",
+             "streams": ["lab-stream"], "artefacts": artefacts, **extra}  # fmt: skip
+    path = tmp_path / "lab.toml"
+    path.write_text(manifest_toml([entry]))
+    return path, files
+
+
+def test_list_json_has_the_fields_the_checks_read():
+    result = runner.invoke(app, ["data", "fetch", "--list", "--json"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.output)
+    fashion = next(r for r in rows if r["name"] == "fashion_mnist")
+    assert {"name", "streams", "access", "licence", "artefacts"} <= set(fashion)
+    assert fashion["access"] in ("auto", "kaggle", "gdrive", "manual") and "nevis-full" in fashion["streams"]
+    assert all({"file", "urls"} <= set(a) and ("sha256" in a or "md5" in a) for a in fashion["artefacts"])
+    assert isinstance(fashion["licence"], dict) and "requires_acceptance" in fashion["licence"]
+
+
+def test_from_with_a_wrong_file_exits_2_says_checksum_and_leaves_no_folder(tmp_path):
+    files, _ = mnist_files()
+    files["train-images-idx3-ubyte.gz"] = b"same name, other bytes"
+    write_files(tmp_path / "have", files)
+    result = runner.invoke(
+        app, ["data", "fetch", "fashion_mnist", "--from", str(tmp_path / "have"), "--data-root", str(tmp_path / "root")]
+    )
+    assert result.exit_code == 2
+    assert "checksum" in result.output
+    assert not (tmp_path / "root" / "fashion_mnist").exists()
+
+
+def test_a_labs_manifest_downloads_over_http_and_the_stream_reads_it(tmp_path):
+    files, _ = mnist_files()
+    with Loopback({f"/d/{f}": Route(b) for f, b in files.items()}) as server:
+        manifest, _ = lab_manifest(tmp_path, urls={f: server.url(f"/d/{f}") for f in files})
+        args = [
+            "data",
+            "fetch",
+            "--stream",
+            "lab-stream",
+            "--manifest",
+            str(manifest),
+            "--data-root",
+            str(tmp_path / "r"),
+        ]
+        result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "lab_digits: installed" in result.output
+    assert load_source(f"idx:{tmp_path / 'r' / 'lab_digits'}").images.shape[0] == 18
+    again = runner.invoke(app, args)
+    assert "lab_digits: up to date" in again.output
+
+
+def test_dry_run_says_bytes_disk_and_manual_steps_and_writes_nothing(tmp_path):
+    manifest, _ = lab_manifest(tmp_path)
+    result = runner.invoke(
+        app,
+        [
+            "data",
+            "fetch",
+            "lab_digits",
+            "fashion_mnist",
+            "--dry-run",
+            "--manifest",
+            str(manifest),
+            "--data-root",
+            str(tmp_path / "root"),
+        ],  # fmt: skip
+    )
+    assert result.exit_code == 0, result.output
+    assert "nothing is downloaded or written" in result.output and "30.9 MB" in result.output
+    assert "free at" in result.output and not (tmp_path / "root").exists()
+
+
+def test_a_licence_to_accept_is_refused_without_a_terminal_then_accepted_by_flag(tmp_path):
+    files, _ = mnist_files()
+    licence = {"name": "research only", "requires_acceptance": True, "non_commercial": True, "terms": "Research only."}
+    manifest, files = lab_manifest(tmp_path, licence=licence)
+    have = write_files(tmp_path / "have", files)
+    base = [
+        "data",
+        "fetch",
+        "lab_digits",
+        "--manifest",
+        str(manifest),
+        "--from",
+        str(have),
+        "--data-root",
+        str(tmp_path / "r"),
+    ]
+    refused = runner.invoke(app, base)
+    assert refused.exit_code == 2 and "--accept-licence lab_digits" in refused.output
+    assert not (tmp_path / "r" / "lab_digits").exists()
+    accepted = runner.invoke(app, [*base, "--accept-licence", "lab_digits"])
+    assert accepted.exit_code == 0, accepted.output
+    provenance = json.loads((tmp_path / "r" / "lab_digits" / "provenance.json").read_text())
+    assert "accepted_at" in provenance["licence"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["fashion_mnst"], "did you mean 'fashion_mnist'"),
+        ([], "name the datasets to fetch"),
+        (["--stream", "no-such-stream"], "no dataset of the manifest is read by stream"),
+        (["fashion_mnist", "--from", "/no/such/folder"], "--from /no/such/folder: not a folder"),
+        (["fashion_mnist", "--accept-licence", "nope"], "--accept-licence names unknown datasets: nope"),
+    ],
+)
+def test_bad_requests_get_errors_in_cli_words(args, message):
+    result = runner.invoke(app, ["data", "fetch", *args])
+    assert result.exit_code == 2 and message in result.output
+
+
+def test_a_broken_lab_manifest_is_named(tmp_path):
+    (tmp_path / "bad.toml").write_text('[[dataset]]\nname = "x"\nconverter = "nope"\n')
+    result = runner.invoke(app, ["data", "fetch", "--list", "--manifest", str(tmp_path / "bad.toml")])
+    assert result.exit_code == 2 and "bad.toml: dataset 'x': converter 'nope'" in result.output
+
+
+@pytest.mark.skipif(not any(d.is_dir() for d in FASHION_MNIST_DIRS), reason="needs Debian's dataset-fashion-mnist")
+def test_debians_recompressed_fashion_mnist_is_accepted_by_its_payload(tmp_path):
+    source = next(d for d in FASHION_MNIST_DIRS if d.is_dir())
+    result = runner.invoke(app, ["data", "fetch", "fashion_mnist", "--from", str(source), "--data-root", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert "checked by payload_sha256" in result.output
+    data = load_source(f"idx:{tmp_path / 'fashion_mnist'}")
+    assert data.images.shape == (70000, 28, 28, 1) and len(set(data.labels.tolist())) == 10

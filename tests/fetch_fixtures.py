@@ -1,0 +1,148 @@
+"""Small archives with the real datasets' layouts (file names, folders, side files) for the converter tests.
+
+Each writer returns the archive's bytes (or writes files) and the images and labels it holds, so a test can
+check that the converted folder loads through lifelong.data.sources with exactly those.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import pickle
+import tarfile
+import zipfile
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+from support import idx_bytes
+
+
+def digest(data: bytes, algo: str = "sha256") -> str:
+    return hashlib.new(algo, data).hexdigest()
+
+
+def mnist_files(seed: int = 0, train: int = 12, test: int = 6) -> tuple[dict[str, bytes], dict[str, np.ndarray]]:
+    """MNIST's four gzipped IDX files (the published names) and the arrays in them."""
+    rng = np.random.default_rng(seed)
+    arrays = {
+        "train_images": rng.integers(0, 256, (train, 28, 28), dtype=np.uint8),
+        "train_labels": rng.integers(0, 10, train, dtype=np.uint8),
+        "test_images": rng.integers(0, 256, (test, 28, 28), dtype=np.uint8),
+        "test_labels": rng.integers(0, 10, test, dtype=np.uint8),
+    }
+    files = {
+        "train-images-idx3-ubyte.gz": gzip.compress(idx_bytes(arrays["train_images"]), mtime=0),
+        "train-labels-idx1-ubyte.gz": gzip.compress(idx_bytes(arrays["train_labels"]), mtime=0),
+        "t10k-images-idx3-ubyte.gz": gzip.compress(idx_bytes(arrays["test_images"]), mtime=0),
+        "t10k-labels-idx1-ubyte.gz": gzip.compress(idx_bytes(arrays["test_labels"]), mtime=0),
+    }
+    return files, arrays
+
+
+def _tar(members: dict[str, bytes], mode: str = "w:gz") -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode=mode) as tf:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def cifar10_archive(seed: int = 0, per_batch: int = 4) -> tuple[bytes, np.ndarray, np.ndarray]:
+    """cifar-10-python.tar.gz: cifar-10-batches-py/data_batch_1..5, test_batch, batches.meta (Python pickles)."""
+    rng = np.random.default_rng(seed)
+    members, images, labels = {}, [], []
+    for name in [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]:
+        data = rng.integers(0, 256, (per_batch, 3072), dtype=np.uint8)
+        batch_labels = [int(v) for v in rng.integers(0, 10, per_batch)]
+        members[f"cifar-10-batches-py/{name}"] = pickle.dumps(
+            {b"batch_label": name.encode(), b"labels": batch_labels, b"data": data}, protocol=2
+        )
+        images.append(data.reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1))
+        labels.extend(batch_labels)
+    names = [b"airplane", b"automobile", b"bird", b"cat", b"deer", b"dog", b"frog", b"horse", b"ship", b"truck"]
+    members["cifar-10-batches-py/batches.meta"] = pickle.dumps({b"label_names": names}, protocol=2)
+    members["cifar-10-batches-py/readme.html"] = b"<html></html>"
+    return _tar(members), np.concatenate(images), np.array(labels)
+
+
+def image_folder_zip(seed: int = 0) -> tuple[bytes, dict[str, dict[str, int]]]:
+    """A zip holding Dataset/train/<class>/*.jpg and Dataset/test/<class>/*.jpg (plus a stray readme)."""
+    rng = np.random.default_rng(seed)
+    counts = {"train": {"cat": 3, "dog": 2}, "test": {"cat": 1, "dog": 2}}
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as zf:
+        zf.writestr("Dataset/README.txt", "a dataset")
+        for split, classes in counts.items():
+            for name, n in classes.items():
+                for i in range(n):
+                    image = Image.fromarray(rng.integers(0, 256, (8, 8, 3), dtype=np.uint8))
+                    out = io.BytesIO()
+                    image.save(out, format="PNG")
+                    zf.writestr(f"Dataset/{split}/{name}/{i}.png", out.getvalue())
+    return buffer.getvalue(), counts
+
+
+def manifest_toml(entries: list[dict]) -> str:
+    """A user manifest's TOML text from plain dicts (artefacts as a list of dicts, licence as a dict)."""
+
+    def value(v: object) -> str:
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, int):
+            return str(v)
+        if isinstance(v, list):
+            return "[" + ", ".join(value(x) for x in v) + "]"
+        return '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+    lines: list[str] = []
+    for entry in entries:
+        lines.append("[[dataset]]")
+        for key, v in entry.items():
+            if key not in ("artefacts", "licence", "options"):
+                lines.append(f"{key} = {value(v)}")
+        for table in ("licence", "options"):
+            if table in entry:
+                lines.append(f"[dataset.{table}]")
+                lines.extend(f"{k} = {value(v)}" for k, v in entry[table].items())
+        for artefact in entry.get("artefacts", []):
+            lines.append("[[dataset.artefacts]]")
+            lines.extend(f"{k} = {value(v)}" for k, v in artefact.items())
+    return "\n".join(lines) + "\n"
+
+
+def write_files(folder: Path, files: dict[str, bytes]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, data in files.items():
+        (folder / name).write_bytes(data)
+    return folder
+
+
+def clear_archives(seed: int = 0, buckets=(1, 2), classes=("bus", "camera"), train: int = 3, test: int = 2):
+    """CLEAR's newer release: clear10-train-image-only.zip (train_image_only/...) and clear10-test.zip (test/...).
+
+    Each holds class_names.txt, labeled_metadata.json and labeled_images/<bucket>/<class>/<id>.jpg; returns the
+    archives' bytes by file name and the image counts per (folder, bucket, class).
+    """
+    rng = np.random.default_rng(seed)
+    archives, counts = {}, {}
+    for top, file, n in (
+        ("train_image_only", "clear10-train-image-only.zip", train),
+        ("test", "clear10-test.zip", test),
+    ):
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w") as zf:
+            zf.writestr(f"{top}/class_names.txt", "\n".join(classes) + "\n")
+            zf.writestr(f"{top}/labeled_metadata.json", "{}")
+            for b in buckets:
+                for name in classes:
+                    for i in range(n):
+                        out = io.BytesIO()
+                        Image.fromarray(rng.integers(0, 256, (9, 12, 3), dtype=np.uint8)).save(out, format="JPEG")
+                        zf.writestr(f"{top}/labeled_images/{b}/{name}/{1000 * b + i}.jpg", out.getvalue())
+                    counts[(top, b, name)] = n
+        archives[file] = buffer.getvalue()
+    return archives, counts
