@@ -222,3 +222,42 @@ def test_clear_converter_unpacks_the_release_and_the_clear_loader_reads_train_an
     with pytest.raises(ValueError, match="not CLEAR's layout"):
         fetch(FetchRequest(broken, tmp_path / "root", from_dir=write_files(tmp_path / "dl2", empty_zip)))
     assert not (tmp_path / "root" / "clear_bad").exists()
+
+
+def _fake_kaggle(bin_dir: Path, payload: Path) -> None:
+    """A `kaggle` command that records its arguments and drops the fixture archive where -p says."""
+    bin_dir.mkdir()
+    script = bin_dir / "kaggle"
+    script.write_text(
+        "#!/bin/sh\n"
+        f'echo "$@" > "{bin_dir}/args"\n'
+        'while [ "$#" -gt 0 ]; do [ "$1" = "-p" ] && out="$2"; shift; done\n'
+        f'cp "{payload}" "$out/digits.zip"\n'
+    )
+    script.chmod(0o755)
+
+
+def test_kaggle_datasets_use_the_kaggle_command_or_say_how(tmp_path, monkeypatch):
+    import zipfile
+
+    files, _ = mnist_files()
+    with zipfile.ZipFile(tmp_path / "digits.zip", "w") as zf:
+        for name, data in files.items():
+            zf.writestr(f"digits/{name}", data)
+    archive = (tmp_path / "digits.zip").read_bytes()
+    entry = entry_for("digits", {"digits.zip": archive}, "idx", access="kaggle", kaggle="someone/digits")
+    monkeypatch.setenv("PATH", str(tmp_path / "nothing"))
+    with pytest.raises(FetchRefused, match=r"kaggle command is not installed.*kaggle.com/datasets/someone/digits"):
+        fetch(FetchRequest(entry, tmp_path / "root"))
+    _fake_kaggle(tmp_path / "bin", tmp_path / "digits.zip")
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}/usr/bin:/bin")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("KAGGLE_CONFIG_DIR", raising=False)
+    monkeypatch.delenv("KAGGLE_USERNAME", raising=False)
+    with pytest.raises(FetchRefused, match="no API token"):
+        fetch(FetchRequest(entry, tmp_path / "root"))
+    monkeypatch.setenv("KAGGLE_USERNAME", "me")
+    monkeypatch.setenv("KAGGLE_KEY", "secret")
+    outcome = fetch(FetchRequest(entry, tmp_path / "root"))
+    assert (tmp_path / "bin" / "args").read_text().split()[:4] == ["datasets", "download", "-d", "someone/digits"]
+    assert load_source(f"idx:{outcome.path}").images.shape[0] == 18

@@ -3,8 +3,8 @@ safe unpacking and conversion into the layouts lifelong.data.sources reads. Only
 """
 
 from lifelong.data.fetch.download import DownloadError, DownloadSettings
-from lifelong.data.fetch.install import FetchOutcome, FetchRefused, FetchRequest, fetch, read_provenance
-from lifelong.data.fetch.manifest import Artefact, DatasetEntry, Licence, ManifestError, load_manifest
+from lifelong.data.fetch.install import FetchOutcome, FetchRequest, fetch, read_provenance
+from lifelong.data.fetch.manifest import Artefact, DatasetEntry, FetchRefused, Licence, ManifestError, load_manifest
 from lifelong.data.fetch.verify import ChecksumError
 
 __all__ = [

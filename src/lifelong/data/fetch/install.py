@@ -24,16 +24,13 @@ from pathlib import Path
 from lifelong.core.files import atomic_write_bytes
 from lifelong.data.fetch.converters import CONVERTERS, DETECTED, VERSIONS, Conversion, ConversionError
 from lifelong.data.fetch.download import DownloadSettings, Progress, download
-from lifelong.data.fetch.manifest import Artefact, DatasetEntry
+from lifelong.data.fetch.kaggle import kaggle_download
+from lifelong.data.fetch.manifest import Artefact, DatasetEntry, FetchRefused
 from lifelong.data.fetch.verify import ChecksumError, Verified, file_digests, verify_artefact
 
 READY = ".ready"
 PROVENANCE = "provenance.json"
 STAGING = ".fetch"
-
-
-class FetchRefused(PermissionError):
-    """A dataset that cannot be fetched as asked: a licence not accepted, manual steps, existing data."""
 
 
 @dataclass(frozen=True)
@@ -137,6 +134,9 @@ def acquire(
             assert path is not None
             got[artefact.file] = (path, _verify(path, artefact), f"file://{path.resolve()}")
         return got
+    missing = [a.file for a in request.entry.artefacts if not (request.downloads / a.file).is_file()]
+    if request.entry.access == "kaggle" and missing:
+        kaggle_download(request.entry.kaggle, request.downloads, request.entry.name, missing)
     for artefact in request.entry.artefacts:
         fetched = download(
             mirror_urls(request, artefact), request.downloads, artefact.file, settings=settings,

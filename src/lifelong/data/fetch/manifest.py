@@ -40,6 +40,10 @@ DATASET_KEYS = {"name", "title", "homepage", "access", "converter", "streams", "
 DATASET_KEYS |= {"artefacts", "options", "layout", "notes", "source_of_facts"}  # the last three: notes for people
 
 
+class FetchRefused(PermissionError):
+    """A dataset that cannot be fetched as asked: a licence not accepted, manual steps, existing data, no tool."""
+
+
 class ManifestError(ValueError):
     """A manifest entry that cannot be used: names the file, the dataset and the field."""
 
