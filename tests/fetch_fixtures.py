@@ -146,3 +146,88 @@ def clear_archives(seed: int = 0, buckets=(1, 2), classes=("bus", "camera"), tra
                     counts[(top, b, name)] = n
         archives[file] = buffer.getvalue()
     return archives, counts
+
+
+def png_bytes(rng: np.random.Generator, shape=(8, 8, 3)) -> bytes:
+    out = io.BytesIO()
+    Image.fromarray(rng.integers(0, 256, shape, dtype=np.uint8)).save(out, format="PNG")
+    return out.getvalue()
+
+
+def zip_bytes(members: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    return buffer.getvalue()
+
+
+def coil20_archive(seed: int = 0, objects: int = 3, poses: int = 4) -> tuple[bytes, dict[str, str]]:
+    """coil-20-proc.zip: coil-20-proc/obj<k>__<pose>.png (the object number is the class); path -> class."""
+    rng = np.random.default_rng(seed)
+    members, labels = {}, {}
+    for k in range(1, objects + 1):
+        for pose in range(poses):
+            name = f"coil-20-proc/obj{k}__{pose}.png"
+            members[name] = png_bytes(rng, (8, 8))
+            labels[name] = str(k)
+    members["coil-20-proc/Thumbs.db"] = b"not an image"
+    return zip_bytes(members), labels
+
+
+def oxford_pets_archives(seed: int = 0) -> tuple[dict[str, bytes], dict[str, tuple[str, str]]]:
+    """images.tar.gz (images/<Breed>_<n>.jpg) and annotations.tar.gz (annotations/trainval.txt, test.txt: lines
+    `<image> <class id> <species> <breed id>` after `#` comment lines); image -> (class id, split)."""
+    rng = np.random.default_rng(seed)
+    images, truth = {}, {}
+    lists = {
+        "trainval": ["#Image CLASS-ID SPECIES BREED ID", "# comments"],
+        "test": ["#Image CLASS-ID SPECIES BREED ID"],
+    }
+    for i, (breed, class_id) in enumerate([("Abyssinian", 1), ("Bengal", 2), ("boxer", 3)] * 2):
+        stem = f"{breed}_{i}"
+        out = io.BytesIO()
+        Image.fromarray(rng.integers(0, 256, (9, 7, 3), dtype=np.uint8)).save(out, format="JPEG")
+        images[f"images/{stem}.jpg"] = out.getvalue()
+        split = "trainval" if i < 4 else "test"
+        lists[split].append(f"{stem} {class_id} {1 + (breed == 'boxer')} {i}")
+        truth[stem] = (str(class_id), "train" if split == "trainval" else "test")
+    annotations = {f"annotations/{s}.txt": ("\n".join(rows) + "\n").encode() for s, rows in lists.items()}
+    return {"images.tar.gz": _tar(images), "annotations.tar.gz": _tar(annotations)}, truth
+
+
+def voc_archive(seed: int = 0) -> tuple[bytes, dict[str, tuple[list[str], str]]]:
+    """VOCtrainval.tar: VOCdevkit/VOC2007/{Annotations/<id>.xml, JPEGImages/<id>.jpg, ImageSets/Main/<split>.txt}."""
+    rng = np.random.default_rng(seed)
+    objects = {"000001": ["dog", "person"], "000002": ["car"], "000003": ["dog", "dog", "cat"], "000004": ["bird"]}
+    split = {"000001": "train", "000002": "train", "000003": "val", "000004": "val"}
+    members, truth = {}, {}
+    for image_id, names in objects.items():
+        xml = "".join(f"<object><name>{n}</name><difficult>0</difficult></object>" for n in names)
+        members[f"VOCdevkit/VOC2007/Annotations/{image_id}.xml"] = (
+            f"<annotation><folder>VOC2007</folder><filename>{image_id}.jpg</filename>{xml}</annotation>"
+        ).encode()
+        out = io.BytesIO()
+        Image.fromarray(rng.integers(0, 256, (10, 12, 3), dtype=np.uint8)).save(out, format="JPEG")
+        members[f"VOCdevkit/VOC2007/JPEGImages/{image_id}.jpg"] = out.getvalue()
+        truth[image_id] = (sorted(set(names)), split[image_id])
+    for s in ("train", "val"):
+        ids = [i for i in objects if split[i] == s]
+        members[f"VOCdevkit/VOC2007/ImageSets/Main/{s}.txt"] = ("\n".join(ids) + "\n").encode()
+    return _tar(members, "w"), truth
+
+
+def svhn_mat_files(seed: int = 0, n: int = 5) -> tuple[dict[str, bytes], dict[str, tuple[np.ndarray, np.ndarray]]]:
+    """train_32x32.mat and test_32x32.mat: X uint8 [32, 32, 3, N], y [N, 1] with 10 standing for the digit 0."""
+    from scipy.io import savemat
+
+    rng = np.random.default_rng(seed)
+    files, arrays = {}, {}
+    for split in ("train", "test"):
+        images = rng.integers(0, 256, (n, 32, 32, 3), dtype=np.uint8)
+        labels = rng.integers(1, 11, n)
+        out = io.BytesIO()
+        savemat(out, {"X": images.transpose(1, 2, 3, 0), "y": labels.reshape(-1, 1)})
+        files[f"{split}_32x32.mat"] = out.getvalue()
+        arrays[split] = (images, labels % 10)
+    return files, arrays

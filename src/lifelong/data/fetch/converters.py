@@ -13,6 +13,7 @@ told from an old conversion.
   train/ val/ test/ folders) or `splits = {train = "path", test = "path"}` (one folder of class folders each).
 - `clear`: CLEAR's released archives (train_image_only/, test/, ...) unpacked as they are; checked by
   opening the result as lifelong.data.sources.clear.ClearFolder.
+- `pattern`, `table`, `voc`, `mat`: the labels.csv layout (lifelong.data.fetch.converters_tables).
 - `copy`: the artefacts themselves (unpacked when `unpack = true`; `strip_top = true` lifts the contents of
   an archive's single top folder): level files, the fact-learning authors' CSVs, side files.
 """
@@ -21,53 +22,12 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from lifelong.data.fetch.unpack import archive_kind, unpack
+from lifelong.data.fetch.conversion import Conversion, copy_file, data_files
+from lifelong.data.fetch.converters_tables import convert_mat, convert_pattern, convert_table, convert_voc
 
-VERSIONS = {"idx": 1, "cifar": 1, "folder": 1, "clear": 1, "copy": 1}
-
-
-class ConversionError(ValueError):
-    """The artefacts do not hold what the converter expects: names the dataset and what is missing."""
-
-
-@dataclass(frozen=True)
-class Conversion:
-    dataset: str
-    artefacts: dict[str, Path]  # manifest file name -> verified file on disk
-    work: Path  # scratch: archives unpack here
-    out: Path  # the layout goes here
-    options: dict[str, Any] = field(default_factory=dict)
-
-    def unpacked(self) -> Path:
-        """Every artefact unpacked (archives) or copied (single files) into work/unpacked, once."""
-        target = self.work / "unpacked"
-        if not target.exists():
-            staging = self.work / "unpacking"
-            shutil.rmtree(staging, ignore_errors=True)
-            for name, path in self.artefacts.items():
-                if archive_kind(name) in ("tar", "zip"):
-                    unpack(path, staging, name=name)
-                else:
-                    _copy(path, staging / name)
-            staging.mkdir(parents=True, exist_ok=True)
-            staging.rename(target)
-        return target
-
-    def fail(self, message: str) -> ConversionError:
-        return ConversionError(f"{self.dataset}: {message}")
-
-
-def _copy(src: Path, dst: Path) -> None:
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(src, dst)
-
-
-def _files(root: Path) -> list[Path]:
-    return sorted(p for p in root.rglob("*") if p.is_file() and not p.name.startswith("."))
+VERSIONS = {"idx": 1, "cifar": 1, "folder": 1, "clear": 1, "copy": 1, "pattern": 1, "table": 1, "voc": 1, "mat": 1}
 
 
 def convert_idx(job: Conversion) -> None:
@@ -75,12 +35,12 @@ def convert_idx(job: Conversion) -> None:
 
     rename = job.options.get("rename", {})
     found = 0
-    for path in _files(job.unpacked()):
+    for path in data_files(job.unpacked()):
         name = rename.get(path.name, path.name)
         if IDX_FILE_NAME.match(name):
             if (job.out / name).exists():
                 raise job.fail(f"two IDX files named {name} in the artefacts")
-            _copy(path, job.out / name)
+            copy_file(path, job.out / name)
             found += 1
     if not found:
         raise job.fail("no IDX files (PREFIX-images-idx3-ubyte[.gz], PREFIX-labels-idx1-ubyte[.gz]) in the artefacts")
@@ -95,7 +55,7 @@ def convert_cifar(job: Conversion) -> None:
         raise job.fail(f"expected one folder of CIFAR pickles in the artefacts, found {len(folders)}: {where}")
     for path in folders[0].iterdir():
         if path.is_file():
-            _copy(path, job.out / path.name)
+            copy_file(path, job.out / path.name)
 
 
 def _inside(job: Conversion, base: Path, relative: str) -> Path:
@@ -142,7 +102,7 @@ def convert_clear(job: Conversion) -> None:
 def convert_copy(job: Conversion) -> None:
     if not job.options.get("unpack"):
         for name, path in job.artefacts.items():
-            _copy(path, job.out / name)
+            copy_file(path, job.out / name)
         return
     _move_contents(job.unpacked(), job.out, strip_top=bool(job.options.get("strip_top")))
 
@@ -153,6 +113,11 @@ CONVERTERS: dict[str, Callable[[Conversion], None]] = {
     "folder": convert_folder,
     "clear": convert_clear,
     "copy": convert_copy,
+    "pattern": convert_pattern,
+    "table": convert_table,
+    "voc": convert_voc,
+    "mat": convert_mat,
 }
 # What the installer checks after a converter ran: the source kind lifelong.data.sources detects in the output.
 DETECTED = {"idx": "idx:", "cifar": "cifar:", "folder": "folder:"}
+DETECTED |= dict.fromkeys(("pattern", "table", "voc", "mat"), "csv:")

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lifelong.core.files import atomic_write_bytes
-from lifelong.data.fetch.converters import CONVERTERS, DETECTED, VERSIONS, Conversion, ConversionError
+from lifelong.data.fetch.conversion import Conversion, ConversionError
+from lifelong.data.fetch.converters import CONVERTERS, DETECTED, VERSIONS
 from lifelong.data.fetch.download import DownloadSettings, Progress, download
 from lifelong.data.fetch.kaggle import kaggle_download
 from lifelong.data.fetch.manifest import Artefact, DatasetEntry, FetchRefused

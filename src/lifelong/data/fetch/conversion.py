@@ -1,0 +1,85 @@
+"""What every converter works with: the verified artefacts, a scratch folder, the output folder, the options.
+
+`Conversion.unpacked()` unpacks every archive once (and, with `unpack_inner = true`, archives found inside);
+`write_labels_csv` writes the `labels.csv` layout lifelong.data.sources reads (path, label or labels, split).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lifelong.core.files import atomic_write_bytes
+from lifelong.data.fetch.unpack import archive_kind, unpack
+
+LABELS_CSV = "labels.csv"
+
+
+class ConversionError(ValueError):
+    """The artefacts do not hold what the converter expects: names the dataset and what is missing."""
+
+
+@dataclass(frozen=True)
+class Conversion:
+    dataset: str
+    artefacts: dict[str, Path]  # manifest file name -> verified file on disk
+    work: Path  # scratch: archives unpack here
+    out: Path  # the layout goes here
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def unpacked(self) -> Path:
+        """Every artefact unpacked (archives) or copied (single files) into work/unpacked, once."""
+        target = self.work / "unpacked"
+        if not target.exists():
+            staging = self.work / "unpacking"
+            shutil.rmtree(staging, ignore_errors=True)
+            for name, path in self.artefacts.items():
+                if archive_kind(name) in ("tar", "zip"):
+                    unpack(path, staging, name=name)
+                else:
+                    copy_file(path, staging / name)
+            staging.mkdir(parents=True, exist_ok=True)
+            if self.options.get("unpack_inner"):
+                unpack_inner(staging)
+            staging.rename(target)
+        return target
+
+    def fail(self, message: str) -> ConversionError:
+        return ConversionError(f"{self.dataset}: {message}")
+
+
+def copy_file(src: Path, dst: Path) -> None:
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(src, dst)
+
+
+def data_files(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*") if p.is_file() and not p.name.startswith("."))
+
+
+def unpack_inner(folder: Path) -> None:
+    """Unpack the archives found inside unpacked archives, in place (each beside itself, then removed), to depth 3."""
+    for _ in range(3):
+        inner = [p for p in folder.rglob("*") if p.is_file() and archive_kind(p.name) in ("tar", "zip")]
+        if not inner:
+            return
+        for archive in inner:
+            unpack(archive, archive.parent)
+            archive.unlink()
+
+
+def write_labels_csv(out: Path, rows: list[tuple[str, str | list[str], str | None]]) -> None:
+    """`out/labels.csv` from (image path relative to out, label or list of labels, split or None) rows."""
+    multi = any(isinstance(label, list) for _, label, _ in rows)
+    with_split = any(split for _, _, split in rows)
+    text = io.StringIO()
+    writer = csv.writer(text, lineterminator="\n")
+    writer.writerow(["path", "labels" if multi else "label"] + (["split"] if with_split else []))
+    for path, label, split in rows:
+        cell = ";".join(label) if isinstance(label, list) else label
+        writer.writerow([path, cell] + ([split or ""] if with_split else []))
+    atomic_write_bytes(out / LABELS_CSV, text.getvalue().encode())
