@@ -9,7 +9,8 @@ as PNG for `.mat` arrays); `out/labels.csv` lists path, label (or `;`-separated 
 - `table`: label files (`table`, a glob or a list; `table_splits = {glob = split}` for one file per split) with
   `delimiter` ("," by default, "whitespace" for runs of blanks), `header` (true), `skip_rows`; columns
   (`path`, `label`, `split`, or `labels` with `labels_separator`, or `label_columns` for 0/1 columns) by name, or
-  by 0-based index when `header = false`; `comment` drops lines starting with it. `path_template` ("{}") builds each image's path, relative to
+  by 0-based index when `header = false`; `comment` drops lines starting with it. `path_template` ("{}")
+  builds each image's path, relative to
   `path_root` (the table's folder by default; "/" for the root of the unpacked artefacts, or a folder there).
 - `voc`: PASCAL VOC folders (`root`, a glob for the folder holding Annotations/ and JPEGImages/); each image's
   labels are its objects' names (`exclude_difficult`); `splits = {train = "ImageSets/Main/train.txt", ...}`.
