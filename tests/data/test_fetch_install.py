@@ -261,3 +261,15 @@ def test_kaggle_datasets_use_the_kaggle_command_or_say_how(tmp_path, monkeypatch
     outcome = fetch(FetchRequest(entry, tmp_path / "root"))
     assert (tmp_path / "bin" / "args").read_text().split()[:4] == ["datasets", "download", "-d", "someone/digits"]
     assert load_source(f"idx:{outcome.path}").images.shape[0] == 18
+
+
+def test_the_servers_file_name_says_how_to_unpack_an_artefact_the_manifest_names_plainly(tmp_path):
+    archive, counts = image_folder_zip()
+    with Loopback({"/get": Route(archive, filename="pets-v2.zip")}) as server:
+        entry = entry_for("pets", {"download": archive}, "folder", urls={"download": [server.url("/get")]},
+                          options={"root": "Dataset"})  # fmt: skip
+        outcome = fetch(FetchRequest(entry, tmp_path / "root"), FAST)
+    data = load_source(f"folder:{outcome.path}")
+    assert len(data.labels) == sum(sum(c.values()) for c in counts.values())
+    (artefact,) = read_provenance(outcome.path)["artefacts"]
+    assert artefact["server_name"] == "pets-v2.zip" and artefact["source"] == server.url("/get")

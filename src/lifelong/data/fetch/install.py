@@ -27,6 +27,7 @@ from lifelong.data.fetch.converters import CONVERTERS, DETECTED, VERSIONS
 from lifelong.data.fetch.download import DownloadSettings, Progress, download
 from lifelong.data.fetch.kaggle import kaggle_download
 from lifelong.data.fetch.manifest import Artefact, DatasetEntry, FetchRefused
+from lifelong.data.fetch.unpack import archive_kind
 from lifelong.data.fetch.verify import ChecksumError, Verified, file_digests, verify_artefact
 
 READY = ".ready"
@@ -50,6 +51,22 @@ class FetchRequest:
     @property
     def downloads(self) -> Path:
         return self.root / STAGING / "downloads" / self.entry.name
+
+
+@dataclass(frozen=True)
+class Acquired:
+    """One artefact on disk and verified: where it is, how it passed, where it came from, the server's name for it."""
+
+    path: Path
+    verified: Verified
+    source: str
+    server_name: str | None = None
+
+    def unpack_name(self, file: str) -> str:
+        """The name that says how to unpack it: the server's, when the manifest's name has no archive suffix."""
+        if self.server_name and archive_kind(file) == "plain" and archive_kind(self.server_name) != "plain":
+            return self.server_name
+        return file
 
 
 @dataclass(frozen=True)
@@ -121,9 +138,9 @@ def mirror_urls(request: FetchRequest, artefact: Artefact) -> list[str]:
 
 def acquire(
     request: FetchRequest, settings: DownloadSettings, progress: Callable[[Artefact], Progress | None]
-) -> dict[str, tuple[Path, Verified, str]]:
-    """Every artefact on disk and verified: file -> (path, how it passed, where it came from)."""
-    got: dict[str, tuple[Path, Verified, str]] = {}
+) -> dict[str, Acquired]:
+    """Every artefact on disk and verified, by its manifest file name."""
+    got: dict[str, Acquired] = {}
     if request.from_dir is not None:
         missing = [
             a.file for a in request.entry.artefacts if locate_in(request.from_dir, a, request.entry.name) is None
@@ -133,7 +150,7 @@ def acquire(
         for artefact in request.entry.artefacts:
             path = locate_in(request.from_dir, artefact, request.entry.name)
             assert path is not None
-            got[artefact.file] = (path, _verify(path, artefact), f"file://{path.resolve()}")
+            got[artefact.file] = Acquired(path, _verify(path, artefact), f"file://{path.resolve()}")
         return got
     missing = [a.file for a in request.entry.artefacts if not (request.downloads / a.file).is_file()]
     if request.entry.access == "kaggle" and missing:
@@ -143,17 +160,17 @@ def acquire(
             mirror_urls(request, artefact), request.downloads, artefact.file, settings=settings,
             progress=progress(artefact),
         )  # fmt: skip
-        source = request.downloads / f".{artefact.file}.source"  # the URL that served a file of an earlier run
+        record = request.downloads / f".{artefact.file}.source.json"  # where an earlier run's file came from
         try:
             verified = _verify(fetched.path, artefact)
         except ChecksumError:
             fetched.path.unlink(missing_ok=True)  # a wrong file must not be "resumed" or reused
-            source.unlink(missing_ok=True)
+            record.unlink(missing_ok=True)
             raise
         if fetched.url:
-            atomic_write_bytes(source, fetched.url.encode())
-        url = fetched.url or (source.read_text() if source.is_file() else "(downloaded earlier)")
-        got[artefact.file] = (fetched.path, verified, url)
+            atomic_write_bytes(record, json.dumps({"url": fetched.url, "server_name": fetched.server_name}).encode())
+        earlier = json.loads(record.read_text()) if record.is_file() else {"url": "(downloaded earlier)"}
+        got[artefact.file] = Acquired(fetched.path, verified, earlier["url"], earlier.get("server_name"))
     return got
 
 
@@ -191,7 +208,7 @@ def recover(root: Path, name: str) -> None:
         shutil.rmtree(stale, ignore_errors=True)
 
 
-def provenance(request: FetchRequest, files: dict[str, tuple[Path, Verified, str]]) -> dict:
+def provenance(request: FetchRequest, files: dict[str, Acquired]) -> dict:
     entry = request.entry
     now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     licence = entry.licence.as_json()
@@ -207,17 +224,18 @@ def provenance(request: FetchRequest, files: dict[str, tuple[Path, Verified, str
         "artefacts": [
             {
                 "file": a.file,
-                "source": files[a.file][2],
+                "source": files[a.file].source,
+                "server_name": files[a.file].server_name,
                 "expected": a.expected(),
-                "check": files[a.file][1].check,
-                "digests": files[a.file][1].digests,
+                "check": files[a.file].verified.check,
+                "digests": files[a.file].verified.digests,
             }
             for a in entry.artefacts
         ],
     }
 
 
-def convert_into_place(request: FetchRequest, files: dict[str, tuple[Path, Verified, str]]) -> str:
+def convert_into_place(request: FetchRequest, files: dict[str, Acquired]) -> str:
     """Convert in a work folder, mark it ready, and rename it to `<root>/<name>`; returns installed/replaced."""
     from lifelong.data.sources import detect_source
 
@@ -226,7 +244,8 @@ def convert_into_place(request: FetchRequest, files: dict[str, tuple[Path, Verif
     shutil.rmtree(work, ignore_errors=True)
     out = work / entry.name
     out.mkdir(parents=True)
-    job = Conversion(entry.name, {f: p for f, (p, _, _) in files.items()}, work / "scratch", out, entry.options)
+    artefacts = {got.unpack_name(file): got.path for file, got in files.items()}
+    job = Conversion(entry.name, artefacts, work / "scratch", out, entry.options)
     (work / "scratch").mkdir()
     CONVERTERS[entry.converter](job)
     expected = DETECTED.get(entry.converter)
@@ -261,5 +280,5 @@ def fetch(
     with dataset_lock(request.root, request.entry.name):
         recover(request.root, request.entry.name)
         state = convert_into_place(request, files)
-    checks = tuple(verified for _, verified, _ in files.values())
+    checks = tuple(got.verified for got in files.values())
     return FetchOutcome(request.entry.name, state, request.target, checks)
