@@ -8,6 +8,7 @@ and Range header is recorded, so a test can see that a download resumed.
 from __future__ import annotations
 
 import threading
+import time
 import urllib.parse
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -23,8 +24,16 @@ class Route:
     fail_times: int = 0  # HTTP 500 this many times first
     cut_after: int | None = None  # once: promise the whole body, send this many bytes, close
     honour_range: bool = True
+    pace: float = 0.0  # seconds between 4 KB chunks (a slow server, so a client can be killed mid-file)
     status: int = 200
     hits: int = field(default=0)
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """A client killed or gone mid-file is what some tests do: not worth a traceback."""
+
+    def handle_error(self, request, client_address) -> None:  # noqa: ANN001 (socketserver's signature)
+        return None
 
 
 class Loopback:
@@ -42,7 +51,7 @@ class Loopback:
             def do_GET(self) -> None:  # noqa: N802 (http.server's name)
                 loopback.serve(self)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = _QuietServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.timer = threading.Timer(lifetime, self.server.shutdown)
@@ -121,5 +130,11 @@ class Loopback:
             handler.wfile.write(payload)
             handler.wfile.flush()
             handler.close_connection = True
+            return
+        if route.pace:
+            for start in range(0, len(payload), 4096):
+                handler.wfile.write(payload[start : start + 4096])
+                handler.wfile.flush()
+                time.sleep(route.pace)
             return
         handler.wfile.write(payload)

@@ -17,8 +17,10 @@ from lifelong.data.sources.idx import FASHION_MNIST_DIRS
 runner = CliRunner()
 
 
-def lab_manifest(tmp_path: Path, urls: dict[str, str] | None = None, **extra) -> tuple[Path, dict[str, bytes]]:
-    files, _ = mnist_files()
+def lab_manifest(
+    tmp_path: Path, urls: dict[str, str] | None = None, files: dict[str, bytes] | None = None, **extra
+) -> tuple[Path, dict[str, bytes]]:
+    files = files or mnist_files()[0]
     artefacts = [{"file": f, "urls": [urls[f] if urls else f"https://example.org/{f}"], "sha256": digest(b)}
                  for f, b in files.items()]  # fmt: skip
     entry = {"name": "lab_digits", "title": "Lab digits", "access": "auto", "converter": "idx",
@@ -148,3 +150,34 @@ def test_debians_recompressed_fashion_mnist_is_accepted_by_its_payload(tmp_path)
     assert "checked by payload_sha256" in result.output
     data = load_source(f"idx:{tmp_path / 'fashion_mnist'}")
     assert data.images.shape == (70000, 28, 28, 1) and len(set(data.labels.tolist())) == 10
+
+
+def test_a_fetch_killed_mid_file_resumes_with_range_on_the_next_run(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    files, _ = mnist_files(train=400)  # a train-images file of about 300 KB, served slowly
+    big = "train-images-idx3-ubyte.gz"
+    routes = {f"/d/{f}": Route(b, pace=0.02 if f == big else 0.0) for f, b in files.items()}
+    with Loopback(routes, lifetime=120) as server:
+        manifest, _ = lab_manifest(tmp_path, urls={f: server.url(f"/d/{f}") for f in files}, files=files)
+        root = tmp_path / "r"
+        command = [sys.executable, "-m", "lifelong", "data", "fetch", "lab_digits", "--manifest", str(manifest),
+                   "--data-root", str(root)]  # fmt: skip
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        part = root / ".fetch" / "downloads" / "lab_digits" / f"{big}.part"
+        deadline = time.monotonic() + 60
+        while not (part.exists() and part.stat().st_size > 20_000) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait()
+        kept = part.stat().st_size
+        assert 0 < kept < len(files[big]) and not (root / "lab_digits").exists()
+        server.routes[f"/d/{big}"].pace = 0.0
+        result = runner.invoke(app, command[3:])
+    assert result.exit_code == 0, result.output
+    assert (f"/d/{big}", f"bytes={kept}-") in server.requests
+    assert load_source(f"idx:{root / 'lab_digits'}").images.shape[0] == 406
