@@ -12,6 +12,7 @@ import io
 import pickle
 import tarfile
 import zipfile
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -231,3 +232,41 @@ def svhn_mat_files(seed: int = 0, n: int = 5) -> tuple[dict[str, bytes], dict[st
         files[f"{split}_32x32.mat"] = out.getvalue()
         arrays[split] = (images, labels % 10)
     return files, arrays
+
+
+def imagenet_archives(seed: int = 0) -> tuple[dict[str, bytes], dict[str, Counter]]:
+    """ILSVRC2012_img_train.tar (per-class tars <wnid>.tar of JPEGs), ILSVRC2012_img_val.tar (flat
+    ILSVRC2012_val_<n>.JPEG) and ILSVRC2012_devkit_t12.tar.gz (data/meta.mat synsets, data/..._ground_truth.txt)."""
+    from scipy.io import savemat
+
+    rng = np.random.default_rng(seed)
+    wnids = ["n01440764", "n01443537", "n02102040"]  # ILSVRC2012_IDs 1, 2, 3 (the devkit's order is not sorted order)
+    ids = {"n01440764": 3, "n01443537": 1, "n02102040": 2}
+
+    def jpeg() -> bytes:
+        out = io.BytesIO()
+        Image.fromarray(rng.integers(0, 256, (9, 8, 3), dtype=np.uint8)).save(out, format="JPEG")
+        return out.getvalue()
+
+    inner = {f"{w}.tar": _tar({f"{w}_{i}.JPEG": jpeg() for i in range(k + 1)}, "w") for k, w in enumerate(wnids)}
+    truth_wnids = ["n02102040", "n01440764", "n02102040", "n01443537"]
+    val = {f"ILSVRC2012_val_{i + 1:08d}.JPEG": jpeg() for i in range(len(truth_wnids))}
+    synsets = np.zeros(4, dtype=[("ILSVRC2012_ID", "O"), ("WNID", "O"), ("num_children", "O")])
+    for row, w in enumerate(wnids):
+        synsets[row] = (ids[w], w, 0)
+    synsets[3] = (1001, "n00001740", 3)  # an inner node of the hierarchy, as the real meta.mat has
+    meta = io.BytesIO()
+    savemat(meta, {"synsets": synsets})
+    devkit = {
+        "ILSVRC2012_devkit_t12/data/meta.mat": meta.getvalue(),
+        "ILSVRC2012_devkit_t12/data/ILSVRC2012_validation_ground_truth.txt": (
+            "\n".join(str(ids[w]) for w in truth_wnids) + "\n"
+        ).encode(),
+    }
+    files = {
+        "ILSVRC2012_img_train.tar": _tar(inner, "w"),
+        "ILSVRC2012_img_val.tar": _tar(val, "w"),
+        "ILSVRC2012_devkit_t12.tar.gz": _tar(devkit),
+    }
+    expected = {"train": Counter({w: k + 1 for k, w in enumerate(wnids)}), "val": Counter(truth_wnids)}
+    return files, expected

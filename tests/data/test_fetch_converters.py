@@ -111,3 +111,23 @@ def test_mat_arrays_become_png_files_with_the_svhn_axis_order_and_label_map(tmp_
         chosen = np.flatnonzero(data.official_split == split)
         np.testing.assert_array_equal(np.stack([data.images[i] for i in chosen]), images)
         assert [int(data.class_names[k]) for k in data.labels[chosen]] == labels.tolist()
+
+
+def test_imagenet_streams_the_per_class_tars_and_labels_validation_from_the_devkit(tmp_path):
+    from collections import Counter
+
+    from fetch_fixtures import imagenet_archives
+
+    from lifelong.data.fetch import load_manifest
+
+    files, expected = imagenet_archives()
+    entry = load_manifest()["imagenet"]
+    assert entry.access == "manual" and entry.licence.requires_acceptance
+    assert sorted(a.file for a in entry.artefacts) == sorted(files)
+    artefacts = tuple(Artefact(f, sha256=digest(b)) for f, b in files.items())
+    mini = DatasetEntry(name="imagenet", title="ImageNet", access="manual", converter="imagenet", artefacts=artefacts)
+    outcome = fetch(FetchRequest(mini, tmp_path / "root", from_dir=write_files(tmp_path / "dl", files)))
+    data = load_source(f"folder:{outcome.path}")
+    for split in ("train", "val"):
+        chosen = data.labels[data.official_split == split]
+        assert Counter(data.class_names[k] for k in chosen) == expected[split]

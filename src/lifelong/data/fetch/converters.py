@@ -25,9 +25,26 @@ from collections.abc import Callable
 from pathlib import Path
 
 from lifelong.data.fetch.conversion import Conversion, copy_file, data_files
-from lifelong.data.fetch.converters_tables import convert_mat, convert_pattern, convert_table, convert_voc
+from lifelong.data.fetch.converters_tables import (
+    convert_imagenet,
+    convert_mat,
+    convert_pattern,
+    convert_table,
+    convert_voc,
+)
 
-VERSIONS = {"idx": 1, "cifar": 1, "folder": 1, "clear": 1, "copy": 1, "pattern": 1, "table": 1, "voc": 1, "mat": 1}
+VERSIONS = {
+    "idx": 1,
+    "cifar": 1,
+    "folder": 1,
+    "clear": 1,
+    "copy": 1,
+    "pattern": 1,
+    "table": 1,
+    "voc": 1,
+    "mat": 1,
+    "imagenet": 1,
+}
 
 
 def convert_idx(job: Conversion) -> None:
@@ -117,7 +134,8 @@ CONVERTERS: dict[str, Callable[[Conversion], None]] = {
     "table": convert_table,
     "voc": convert_voc,
     "mat": convert_mat,
+    "imagenet": convert_imagenet,
 }
 # What the installer checks after a converter ran: the source kind lifelong.data.sources detects in the output.
-DETECTED = {"idx": "idx:", "cifar": "cifar:", "folder": "folder:"}
+DETECTED = {"idx": "idx:", "cifar": "cifar:", "folder": "folder:", "imagenet": "folder:"}
 DETECTED |= dict.fromkeys(("pattern", "table", "voc", "mat"), "csv:")

@@ -14,6 +14,8 @@ as PNG for `.mat` arrays); `out/labels.csv` lists path, label (or `;`-separated 
   `path_root` (the table's folder by default; "/" for the root of the unpacked artefacts, or a folder there).
 - `voc`: PASCAL VOC folders (`root`, a glob for the folder holding Annotations/ and JPEGImages/); each image's
   labels are its objects' names (`exclude_difficult`); `splits = {train = "ImageSets/Main/train.txt", ...}`.
+- `imagenet`: ILSVRC-2012's training tar (per-class tars), validation tar and devkit, streamed into the folder
+  layout train/<wnid>/, val/<wnid>/ (the validation labels from the devkit's ground truth and meta.mat).
 - `mat`: MATLAB (v5) arrays: `files = {train = "train*.mat", ...}`, keys `images` and `labels`, `axes` the
   order of the image array's axes with N for items (e.g. "HWCN" for SVHN, "NHW" for greyscale).
 """
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import csv
 import fnmatch
+import io
 import re
 import shutil
 import xml.etree.ElementTree as ET
@@ -236,3 +239,65 @@ def convert_mat(job: Conversion) -> None:
                 text = str(label.item() if hasattr(label, "item") else label)
                 rows.append((f"{IMAGES}/{split}/{file.stem}/{i:06d}.png", label_map.get(text, text), split))
     write_labels_csv(job.out, rows)
+
+
+def _imagenet_val_wnids(job: Conversion, devkit: Path) -> list[str]:
+    """The wnid of each validation image, in file order, from the devkit (meta.mat ids -> wnids, ground truth)."""
+    import tarfile
+
+    from scipy.io import loadmat
+
+    with tarfile.open(devkit) as tf:
+        members = {Path(m.name).name: m for m in tf.getmembers() if m.isfile()}
+        try:
+            meta = tf.extractfile(members["meta.mat"])
+            truth = tf.extractfile(members["ILSVRC2012_validation_ground_truth.txt"])
+        except KeyError as exc:
+            raise job.fail(f"{devkit.name} lacks data/{exc.args[0]}") from None
+        synsets = loadmat(io.BytesIO(meta.read()), squeeze_me=True)["synsets"]  # type: ignore[union-attr]
+        ids = truth.read().decode().split()  # type: ignore[union-attr]
+    wnid = {int(s["ILSVRC2012_ID"]): str(s["WNID"]) for s in synsets}
+    return [wnid[int(i)] for i in ids]
+
+
+def _plain_name(job: Conversion, name: str) -> str:
+    base = Path(name).name
+    if not base or base in (".", "..") or base != name.lstrip("./").split("/")[-1]:
+        raise job.fail(f"unexpected member {name!r}")
+    return base
+
+
+def convert_imagenet(job: Conversion) -> None:
+    """ILSVRC-2012 streamed from its tars (no unpacked copy): train/<wnid>/*.JPEG from the per-class tars inside
+    the training tar, val/<wnid>/*.JPEG from the flat validation tar and the devkit's ground truth."""
+    import tarfile
+
+    names = job.options.get("files", {})
+    train = job.artefacts[names.get("train", "ILSVRC2012_img_train.tar")]
+    val = job.artefacts[names.get("val", "ILSVRC2012_img_val.tar")]
+    wnids = _imagenet_val_wnids(job, job.artefacts[names.get("devkit", "ILSVRC2012_devkit_t12.tar.gz")])
+    with tarfile.open(train, "r|*") as outer:
+        for member in outer:
+            if not (member.isfile() and member.name.endswith(".tar")):
+                continue
+            wnid = Path(_plain_name(job, member.name)).stem
+            folder = job.out / "train" / wnid
+            folder.mkdir(parents=True, exist_ok=True)
+            with tarfile.open(fileobj=outer.extractfile(member), mode="r|*") as inner:
+                for image in inner:
+                    if image.isfile():
+                        (folder / _plain_name(job, image.name)).write_bytes(inner.extractfile(image).read())  # type: ignore[union-attr]
+    with tarfile.open(val, "r|*") as tf:
+        images = 0
+        for member in tf:
+            if member.isfile():
+                name = _plain_name(job, member.name)
+                number = int(re.search(r"(\d+)\.JPEG$", name, re.I).group(1))  # type: ignore[union-attr]
+                if not 1 <= number <= len(wnids):
+                    raise job.fail(f"{name}: no ground truth for validation image {number}")
+                folder = job.out / "val" / wnids[number - 1]
+                folder.mkdir(parents=True, exist_ok=True)
+                (folder / name).write_bytes(tf.extractfile(member).read())  # type: ignore[union-attr]
+                images += 1
+    if images != len(wnids):
+        raise job.fail(f"{val.name} holds {images} images, the devkit's ground truth {len(wnids)}")
