@@ -181,3 +181,13 @@ def test_a_fetch_killed_mid_file_resumes_with_range_on_the_next_run(tmp_path):
     assert result.exit_code == 0, result.output
     assert (f"/d/{big}", f"bytes={kept}-") in server.requests
     assert load_source(f"idx:{root / 'lab_digits'}").images.shape[0] == 406
+
+
+def test_data_status_names_the_fetch_command_for_missing_datasets_the_manifest_has(tmp_path):
+    as_json = runner.invoke(
+        app, ["data", "status", "--stream", "nevis-imagenet", "--data-root", str(tmp_path), "--json"]
+    )
+    (row,) = json.loads(as_json.output)
+    assert row["available"] is False and row["fetch"] == "lifelong data fetch imagenet"
+    text = runner.invoke(app, ["data", "status", "--stream", "nevis-imagenet", "--data-root", str(tmp_path)])
+    assert "lifelong data fetch imagenet" in text.output
