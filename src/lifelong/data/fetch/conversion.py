@@ -17,6 +17,7 @@ from lifelong.core.files import atomic_write_bytes
 from lifelong.data.fetch.unpack import archive_kind, unpack
 
 LABELS_CSV = "labels.csv"
+Row = tuple[str, str | list[str], str | None]  # a labels.csv row: image path (relative to out), label(s), split
 
 
 class ConversionError(ValueError):
@@ -72,7 +73,7 @@ def unpack_inner(folder: Path) -> None:
             archive.unlink()
 
 
-def write_labels_csv(out: Path, rows: list[tuple[str, str | list[str], str | None]]) -> None:
+def write_labels_csv(out: Path, rows: list[Row]) -> None:
     """`out/labels.csv` from (image path relative to out, label or list of labels, split or None) rows."""
     multi = any(isinstance(label, list) for _, label, _ in rows)
     with_split = any(split for _, _, split in rows)

@@ -13,7 +13,10 @@ told from an old conversion.
   train/ val/ test/ folders) or `splits = {train = "path", test = "path"}` (one folder of class folders each).
 - `clear`: CLEAR's released archives (train_image_only/, test/, ...) unpacked as they are; checked by
   opening the result as lifelong.data.sources.clear.ClearFolder.
-- `pattern`, `table`, `voc`, `mat`: the labels.csv layout (lifelong.data.fetch.converters_tables).
+- `pattern`, `table`, `voc`, `mat`, `hdf5`, `mat_table`, `text_rows`: the labels.csv layout, from paths, tables,
+  annotations or arrays (converters_tables, converter_table, converters_arrays); `parts` combines several of
+  them; every one takes `group = true` (rows of one image merged into its labels) and `min_per_class`.
+- `imagenet`: ILSVRC-2012 from its three files (converters_tables).
 - `copy`: the artefacts themselves (unpacked when `unpack = true`; `strip_top = true` lifts the contents of
   an archive's single top folder): level files, the fact-learning authors' CSVs, side files.
 """
@@ -21,30 +24,15 @@ told from an old conversion.
 from __future__ import annotations
 
 import shutil
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from lifelong.data.fetch.conversion import Conversion, copy_file, data_files
-from lifelong.data.fetch.converters_tables import (
-    convert_imagenet,
-    convert_mat,
-    convert_pattern,
-    convert_table,
-    convert_voc,
-)
-
-VERSIONS = {
-    "idx": 1,
-    "cifar": 1,
-    "folder": 1,
-    "clear": 1,
-    "copy": 1,
-    "pattern": 1,
-    "table": 1,
-    "voc": 1,
-    "mat": 1,
-    "imagenet": 1,
-}
+from lifelong.data.fetch.conversion import Conversion, Row, copy_file, data_files, write_labels_csv
+from lifelong.data.fetch.converter_table import table_rows
+from lifelong.data.fetch.converters_arrays import array_rows, mat_table_rows, text_rows
+from lifelong.data.fetch.converters_tables import convert_imagenet, pattern_rows, voc_rows
 
 
 def convert_idx(job: Conversion) -> None:
@@ -124,18 +112,61 @@ def convert_copy(job: Conversion) -> None:
     _move_contents(job.unpacked(), job.out, strip_top=bool(job.options.get("strip_top")))
 
 
+# Converters that produce labels.csv rows (path, label or labels, split); `parts` combines them.
+ROW_MAKERS: dict[str, Callable[[Conversion, dict[str, Any]], list[Row]]] = {
+    "pattern": pattern_rows,
+    "table": table_rows,
+    "voc": voc_rows,
+    "mat": array_rows,
+    "hdf5": array_rows,
+    "mat_table": mat_table_rows,
+    "text_rows": text_rows,
+}
+
+
+def finish(job: Conversion, rows: list[Row], options: dict[str, Any]) -> None:
+    """labels.csv from the rows: merged per image when `group = true`, classes under `min_per_class` dropped."""
+    if options.get("group"):
+        merged: dict[str, tuple[set[str], str | None]] = {}
+        for path, label, split in rows:
+            labels, seen = merged.setdefault(path, (set(), split))
+            if seen != split:
+                raise job.fail(f"{path} is listed in two splits: {seen} and {split}")
+            labels.update(label if isinstance(label, list) else [label])
+        rows = [(path, sorted(labels), split) for path, (labels, split) in merged.items()]
+    if options.get("min_per_class"):
+        counts = Counter(label for _, label, _ in rows if isinstance(label, str))
+        rows = [r for r in rows if not isinstance(r[1], str) or counts[r[1]] >= int(options["min_per_class"])]
+    if not rows:
+        raise job.fail("the conversion found no image")
+    write_labels_csv(job.out, rows)
+
+
+def rows_converter(make: Callable[[Conversion, dict[str, Any]], list[Row]]) -> Callable[[Conversion], None]:
+    return lambda job: finish(job, make(job, job.options), job.options)
+
+
+def convert_parts(job: Conversion) -> None:
+    """Several row makers over the same artefacts (e.g. training labels from paths, test labels from a table)."""
+    rows = []
+    for part in job.options["parts"]:
+        kind = part.get("converter")
+        if kind not in ROW_MAKERS:
+            raise job.fail(f"parts: converter {kind!r} must be one of {', '.join(sorted(ROW_MAKERS))}")
+        rows += ROW_MAKERS[kind](job, {k: v for k, v in part.items() if k != "converter"})
+    finish(job, rows, job.options)
+
+
 CONVERTERS: dict[str, Callable[[Conversion], None]] = {
     "idx": convert_idx,
     "cifar": convert_cifar,
     "folder": convert_folder,
     "clear": convert_clear,
     "copy": convert_copy,
-    "pattern": convert_pattern,
-    "table": convert_table,
-    "voc": convert_voc,
-    "mat": convert_mat,
     "imagenet": convert_imagenet,
-}
+    "parts": convert_parts,
+} | {name: rows_converter(make) for name, make in ROW_MAKERS.items()}
+VERSIONS = dict.fromkeys(CONVERTERS, 1)
 # What the installer checks after a converter ran: the source kind lifelong.data.sources detects in the output.
 DETECTED = {"idx": "idx:", "cifar": "cifar:", "folder": "folder:", "imagenet": "folder:"}
-DETECTED |= dict.fromkeys(("pattern", "table", "voc", "mat"), "csv:")
+DETECTED |= dict.fromkeys((*ROW_MAKERS, "parts"), "csv:")

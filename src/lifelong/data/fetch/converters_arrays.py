@@ -1,0 +1,197 @@
+"""Converters for images stored as numbers: MATLAB / HDF5 arrays, index arrays over image files, text rows.
+
+Each writes PNG files under out/images/ (or lists existing image files) and returns labels.csv rows.
+
+- `mat` / `hdf5` (`array_rows`): `files = {split = "glob"}` with keys `images` and `labels` in the same file, or
+  `arrays = [{split = ..., images = {file = "glob", key = "x"}, labels = {file = "glob", key = "y"}}]`; `axes`
+  orders the image array (N items; H, W, C), e.g. "HWCN" for SVHN, "NHWC", "NHW"; `label_map` renames.
+- `mat_table` (`mat_table_rows`): image files listed by MATLAB arrays. `mats = [{split = ..., file = "glob",
+  index = "trnid"}]` picks 1-based image numbers formatted by `path_template` ("jpg/image_{:05d}.jpg"), labelled
+  by `labels = {file = "glob", key = "labels"}` (indexed by number) or `label_every = 80` ((n - 1) // 80); or
+  `mats = [{split = ..., file = "glob", paths = "file_list", labels = "labels"}]` lists the paths and labels
+  themselves (under `path_root`).
+- `text_rows` (`text_rows`): one image per text line: `files = {split = "glob"}`, `format` "dense" (numbers
+  separated by `delimiter`, default whitespace; `label` the label's column, default the last, or
+  `label_columns = [start, stop]` a one-hot block) or "libsvm" (`label idx:value ...`, 1-based indices), `shape`
+  of the image, `range = [low, high]` of the values (mapped to 0-255), `header`, `label_map`.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lifelong.data.fetch.conversion import Conversion, Row, data_files
+
+IMAGES = "images"
+
+
+def _glob(job: Conversion, pattern: str) -> list[Path]:
+    base = job.unpacked()
+    found = [p for p in data_files(base) if fnmatch.fnmatch(p.relative_to(base).as_posix(), pattern)]
+    if not found:
+        raise job.fail(f"no file in the artefacts matches {pattern!r}")
+    return found
+
+
+def read_arrays(job: Conversion, path: Path, keys: list[str]) -> dict[str, np.ndarray]:
+    """Named arrays of a .mat (v5) or HDF5 (.h5, .hdf5, .mat v7.3) file."""
+    if path.suffix.lower() == ".mat":
+        from scipy.io import loadmat
+
+        try:
+            content = loadmat(path, squeeze_me=False)
+            return {k: np.asarray(content[k]) for k in keys}
+        except NotImplementedError:
+            pass  # a v7.3 .mat file is HDF5
+        except KeyError as exc:
+            raise job.fail(f"{path.name} has no array {exc.args[0]!r}") from None
+        except (ValueError, OSError) as exc:
+            raise job.fail(f"{path.name} is not a readable .mat file: {exc}") from None
+    try:
+        import h5py
+    except ImportError:
+        raise job.fail(f"{path.name} is HDF5: install h5py (pip install 'lifelong[fetch]')") from None
+    with h5py.File(path, "r") as f:
+        missing = [k for k in keys if k not in f]
+        if missing:
+            raise job.fail(f"{path.name} has no dataset {missing[0]!r} (has {sorted(f)})")
+        return {k: np.asarray(f[k]) for k in keys}
+
+
+def _save_png(job: Conversion, pixels: np.ndarray, relative: str) -> str:
+    from PIL import Image
+
+    target = job.out / relative
+    target.parent.mkdir(parents=True, exist_ok=True)
+    image = pixels[..., 0] if pixels.ndim == 3 and pixels.shape[-1] == 1 else pixels
+    Image.fromarray(np.ascontiguousarray(image).astype(np.uint8)).save(target)
+    return relative
+
+
+def _label_text(value: Any, label_map: dict[str, str]) -> str:
+    if isinstance(value, np.ndarray):
+        value = value.reshape(-1)[0] if value.size else ""
+    if isinstance(value, float | np.floating) and float(value).is_integer():
+        value = int(value)
+    text = str(value.item() if hasattr(value, "item") else value)
+    return label_map.get(text, text)
+
+
+def array_rows(job: Conversion, options: dict[str, Any]) -> list[Row]:
+    parts = options.get("arrays") or [
+        {"split": s, "images": {"file": g, "key": options["images"]}, "labels": {"file": g, "key": options["labels"]}}
+        for s, g in options["files"].items()
+    ]
+    rows: list[Row] = []
+    for part in parts:
+        axes = part.get("axes", options.get("axes", "NHWC"))
+        images_file = _glob(job, part["images"]["file"])
+        labels_file = _glob(job, part["labels"]["file"])
+        if len(images_file) != len(labels_file):
+            raise job.fail(f"{len(images_file)} image files but {len(labels_file)} label files for {part}")
+        for image_path, label_path in zip(images_file, labels_file, strict=True):
+            images = read_arrays(job, image_path, [part["images"]["key"]])[part["images"]["key"]]
+            labels = read_arrays(job, label_path, [part["labels"]["key"]])[part["labels"]["key"]].reshape(-1)
+            images = np.transpose(images, [axes.index(a) for a in "NHWC" if a in axes])
+            if len(images) != len(labels):
+                raise job.fail(f"{image_path.name}: {len(images)} images but {len(labels)} labels")
+            split = part.get("split")
+            folder = f"{IMAGES}/{split or 'all'}/{image_path.stem}"
+            for i, (pixels, label) in enumerate(zip(images, labels, strict=True)):
+                relative = _save_png(job, pixels, f"{folder}/{i:06d}.png")
+                rows.append((relative, _label_text(label, options.get("label_map", {})), split))
+    return rows
+
+
+def _cells(array: np.ndarray) -> list[Any]:
+    """The elements of a MATLAB vector or cell array, each reduced to a scalar or a string."""
+    out = []
+    for item in np.asarray(array, dtype=object).reshape(-1):
+        while isinstance(item, np.ndarray) and item.size == 1:
+            item = item.reshape(-1)[0]
+        out.append(item)
+    return out
+
+
+def mat_table_rows(job: Conversion, options: dict[str, Any]) -> list[Row]:
+    from lifelong.data.fetch.converters_tables import place
+
+    base = job.unpacked().resolve()
+    label_map = options.get("label_map", {})
+    labels_by_number = None
+    if "labels" in options and isinstance(options["labels"], dict):
+        spec = options["labels"]
+        (file,) = _glob(job, spec["file"])[:1]
+        labels_by_number = _cells(read_arrays(job, file, [spec["key"]])[spec["key"]])
+    rows: list[Row] = []
+    placed: dict[Path, str] = {}
+    for part in options["mats"]:
+        (file,) = _glob(job, part["file"])[:1]
+        keys = [k for k in (part.get("index"), part.get("paths"), part.get("labels")) if k]
+        arrays = read_arrays(job, file, keys)
+        if part.get("index"):
+            numbers = [int(n) for n in _cells(arrays[part["index"]])]
+            paths = [options["path_template"].format(n) for n in numbers]
+            if labels_by_number is not None:
+                labels = [labels_by_number[n - 1] for n in numbers]
+            else:
+                labels = [(n - 1) // int(options["label_every"]) for n in numbers]
+        else:
+            paths = [str(p) for p in _cells(arrays[part["paths"]])]
+            labels = _cells(arrays[part["labels"]])
+        root = base / options.get("path_root", ".")
+        for path, label in zip(paths, labels, strict=True):
+            image = (root / path).resolve()
+            if base not in image.parents or not image.is_file():
+                raise job.fail(f"{file.name}: image {path!r} is not in the artefacts")
+            placed.setdefault(image, place(job, image, base))
+            rows.append((placed[image], _label_text(label, label_map), part.get("split")))
+    return rows
+
+
+def _parse_line(job: Conversion, line: str, options: dict[str, Any], where: str) -> tuple[np.ndarray, str]:
+    shape = tuple(options["shape"])
+    size = int(np.prod(shape))
+    if options.get("format", "dense") == "libsvm":
+        label, *pairs = line.split()
+        values = np.zeros(size, dtype=np.float64)
+        for pair in pairs:
+            index, _, value = pair.partition(":")
+            values[int(index) - 1] = float(value)
+    else:
+        delimiter = options.get("delimiter")
+        cells = [c for c in (line.split(delimiter) if delimiter else line.split()) if c.strip() != ""]
+        if "label_columns" in options:
+            start, stop = options["label_columns"]
+            block = [float(c) for c in cells[start:stop]]
+            label = str(int(np.argmax(block)))
+            cells = cells[:start] + cells[stop:]
+        else:
+            at = int(options.get("label", -1))
+            label = cells.pop(at).strip()
+        values = np.asarray([float(c) for c in cells], dtype=np.float64)
+    if values.size != size:
+        raise job.fail(f"{where}: {values.size} values, an image of {shape} needs {size}")
+    low, high = options.get("range", [0, 255])
+    pixels = np.clip(np.round((values - low) / (high - low) * 255), 0, 255).reshape(shape)
+    return pixels.astype(np.uint8), label
+
+
+def text_rows(job: Conversion, options: dict[str, Any]) -> list[Row]:
+    label_map = options.get("label_map", {})
+    rows: list[Row] = []
+    for split, pattern in options["files"].items():
+        for file in _glob(job, pattern):
+            lines = file.read_text(errors="replace").splitlines()[1 if options.get("header") else 0 :]
+            for n, line in enumerate(lines, start=1):
+                if not line.strip():
+                    continue
+                pixels, label = _parse_line(job, line, options, f"{file.name}:{n}")
+                label = label_map.get(label, label)
+                relative = _save_png(job, pixels, f"{IMAGES}/{split}/{file.stem}/{n:06d}.png")
+                rows.append((relative, label, None if split == "all" else split))
+    return rows
