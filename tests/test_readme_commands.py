@@ -29,7 +29,7 @@ from lifelong.cli import app
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 README_INSTALL = (
-    "python3 -m venv .venv && .venv/bin/pip install torch==2.13.0 -e '.[ray,hf,bench,test,models]' "
+    "python3 -m venv .venv && .venv/bin/pip install torch==2.13.0 -e '.[ray,hf,bench,test,models,fetch]' "
     "&& .venv/bin/lifelong run"
 )
 README_TESTS = ".venv/bin/python -m pytest -q"

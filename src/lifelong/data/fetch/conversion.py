@@ -1,6 +1,7 @@
 """What every converter works with: the verified artefacts, a scratch folder, the output folder, the options.
 
-`Conversion.unpacked()` unpacks every archive once (and, with `unpack_inner = true`, archives found inside);
+`Conversion.unpacked()` unpacks every archive once (with `decompress = true` single .gz/.bz2/.xz files too;
+with `unpack_inner = true` the archives found inside);
 `write_labels_csv` writes the `labels.csv` layout lifelong.data.sources reads (path, label or labels, split).
 """
 
@@ -39,7 +40,8 @@ class Conversion:
             staging = self.work / "unpacking"
             shutil.rmtree(staging, ignore_errors=True)
             for name, path in self.artefacts.items():
-                if archive_kind(name) in ("tar", "zip"):
+                kind = archive_kind(name)
+                if kind in ("tar", "zip") or (kind == "single" and self.options.get("decompress")):
                     unpack(path, staging, name=name)
                 else:
                     copy_file(path, staging / name)

@@ -13,7 +13,8 @@ a header one shorter than the rows leaves the first column "0"). Options (any of
   table's row with the same key (`main_on` names the key column of this table when it differs).
 - which rows: `keep = {column = value or [values]}`, `exclude` (a regex on the path cell), `missing = "skip"`.
 - the image: `path` (the column, default "path"), `path_template` ("{}"), `path_root` (the table's folder by
-  default; "/" the root of the unpacked artefacts, or a folder there).
+  default; "/" the root of the unpacked artefacts, or a folder there); `path_search = true` finds the image by
+  its file name anywhere in the artefacts (NIH's images_001..012 folders).
 - the label: `label` (a column), or `labels` with `labels_separator` (several per row), or `label_columns` (0/1
   or -1/1 columns; `positive` the values that count, ["1", "1.0"]; `one_of = true` for one class per row with
   `none_label` for rows with none), or `path_label` (a regex on the path cell with group `label`, and maybe
@@ -148,6 +149,17 @@ def _tables(job: Conversion, base: Path, opts: dict[str, Any]) -> list[tuple[Pat
     return found
 
 
+_BY_NAME: dict[Path, dict[str, Path]] = {}
+
+
+def by_name(job: Conversion, base: Path) -> dict[str, Path]:
+    """Every file of the unpacked artefacts by its name (built once per conversion)."""
+    if base not in _BY_NAME:
+        _BY_NAME.clear()
+        _BY_NAME[base] = {p.name: p for p in data_files(base)}
+    return _BY_NAME[base]
+
+
 def table_rows(job: Conversion, options: dict[str, Any]) -> list[Row]:
     """The rows of every table the options name; images are moved into out/images/ once each."""
     from lifelong.data.fetch.converters_tables import place
@@ -179,7 +191,9 @@ def table_rows(job: Conversion, options: dict[str, Any]) -> list[Row]:
                     if match is None:
                         raise job.fail(f"{where}: path {cell!r} does not match path_label {path_label.pattern!r}")
                     groups |= {k: v for k, v in match.groupdict().items() if v is not None}
-                image = (folder / local.get("path_template", "{}").format(cell)).resolve()
+                name = local.get("path_template", "{}").format(cell)
+                image = by_name(job, base).get(Path(name).name, base / name) if local.get("path_search") else None
+                image = (image or folder / name).resolve()
                 if base not in image.parents:
                     raise job.fail(f"{where}: image path {cell!r} leaves the artefacts")
                 if image not in placed:

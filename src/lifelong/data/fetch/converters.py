@@ -15,7 +15,8 @@ told from an old conversion.
   opening the result as lifelong.data.sources.clear.ClearFolder.
 - `pattern`, `table`, `voc`, `mat`, `hdf5`, `mat_table`, `text_rows`: the labels.csv layout, from paths, tables,
   annotations or arrays (converters_tables, converter_table, converters_arrays); `parts` combines several of
-  them; every one takes `group = true` (rows of one image merged into its labels) and `min_per_class`.
+  them; every one takes `group = true` (rows of one image merged into its labels), `min_per_class` (drop
+  smaller classes) and `train_per_class` (the first n images of each class in path order train, the rest test).
 - `imagenet`: ILSVRC-2012 from its three files (converters_tables).
 - `copy`: the artefacts themselves (unpacked when `unpack = true`; `strip_top = true` lifts the contents of
   an archive's single top folder): level files, the fact-learning authors' CSVs, side files.
@@ -134,12 +135,28 @@ def finish(job: Conversion, rows: list[Row], options: dict[str, Any]) -> None:
                 raise job.fail(f"{path} is listed in two splits: {seen} and {split}")
             labels.update(label if isinstance(label, list) else [label])
         rows = [(path, sorted(labels), split) for path, (labels, split) in merged.items()]
+    if options.get("train_per_class"):
+        rows = first_per_class_train(job, rows, int(options["train_per_class"]))
     if options.get("min_per_class"):
         counts = Counter(label for _, label, _ in rows if isinstance(label, str))
         rows = [r for r in rows if not isinstance(r[1], str) or counts[r[1]] >= int(options["min_per_class"])]
     if not rows:
         raise job.fail("the conversion found no image")
     write_labels_csv(job.out, rows)
+
+
+def first_per_class_train(job: Conversion, rows: list[Row], n: int) -> list[Row]:
+    """A split where the dataset's protocol is "n training images per class, the rest test" (Caltech-101's 30):
+    the first n of each class in path order train, the others test (deterministic, unlike a random draw)."""
+    if any(split for _, _, split in rows):
+        raise job.fail("train_per_class: the rows already have a split")
+    seen: Counter = Counter()
+    out = []
+    for path, label, _ in sorted(rows, key=lambda r: r[0]):
+        key = label if isinstance(label, str) else ";".join(label)
+        seen[key] += 1
+        out.append((path, label, "train" if seen[key] <= n else "test"))
+    return out
 
 
 def rows_converter(make: Callable[[Conversion, dict[str, Any]], list[Row]]) -> Callable[[Conversion], None]:

@@ -4,16 +4,20 @@ Each writes PNG files under out/images/ (or lists existing image files) and retu
 
 - `mat` / `hdf5` (`array_rows`): `files = {split = "glob"}` with keys `images` and `labels` in the same file, or
   `arrays = [{split = ..., images = {file = "glob", key = "x"}, labels = {file = "glob", key = "y"}}]`; `axes`
-  orders the image array (N items; H, W, C), e.g. "HWCN" for SVHN, "NHWC", "NHW"; `label_map` renames.
+  orders the image array (N items; H, W, C), e.g. "HWCN" for SVHN, "NCWH" for STL-10; `shape` reshapes flattened
+  items first (`order = "F"` for MATLAB's column-major, `flat = "columns"` when each item is a column),
+  `channels` keeps and orders channels ([2, 1, 0] turns BGR into RGB); `label_map` renames. Raw `.bin` files
+  (STL-10) are read as one uint8 array.
 - `mat_table` (`mat_table_rows`): image files listed by MATLAB arrays. `mats = [{split = ..., file = "glob",
   index = "trnid"}]` picks 1-based image numbers formatted by `path_template` ("jpg/image_{:05d}.jpg"), labelled
   by `labels = {file = "glob", key = "labels"}` (indexed by number) or `label_every = 80` ((n - 1) // 80); or
   `mats = [{split = ..., file = "glob", paths = "file_list", labels = "labels"}]` lists the paths and labels
-  themselves (under `path_root`).
+  themselves (under `path_root`); `struct = "annotations"` reads those fields from one struct array, with
+  `split = {field = "test", values = {"0" = "train", "1" = "test"}}` a per-element split.
 - `text_rows` (`text_rows`): one image per text line: `files = {split = "glob"}`, `format` "dense" (numbers
   separated by `delimiter`, default whitespace; `label` the label's column, default the last, or
   `label_columns = [start, stop]` a one-hot block) or "libsvm" (`label idx:value ...`, 1-based indices), `shape`
-  of the image, `range = [low, high]` of the values (mapped to 0-255), `header`, `label_map`.
+  of the image, `channels` to keep, `range = [low, high]` of the values (mapped to 0-255), `header`, `label_map`.
 """
 
 from __future__ import annotations
@@ -38,7 +42,9 @@ def _glob(job: Conversion, pattern: str) -> list[Path]:
 
 
 def read_arrays(job: Conversion, path: Path, keys: list[str]) -> dict[str, np.ndarray]:
-    """Named arrays of a .mat (v5) or HDF5 (.h5, .hdf5, .mat v7.3) file."""
+    """Named arrays of a .mat (v5) or HDF5 (.h5, .hdf5, .mat v7.3) file; a raw .bin file is one array (any key)."""
+    if path.suffix.lower() == ".bin":
+        return dict.fromkeys(keys, np.fromfile(path, dtype=np.uint8))
     if path.suffix.lower() == ".mat":
         from scipy.io import loadmat
 
@@ -81,6 +87,21 @@ def _label_text(value: Any, label_map: dict[str, str]) -> str:
     return label_map.get(text, text)
 
 
+def to_nhwc(options: dict[str, Any], images: np.ndarray) -> np.ndarray:
+    """Images as [N, H, W(, C)]: flattened items reshaped (`shape`, `order`; `flat = "columns"` when items are
+    columns), the axes reordered (`axes`), the channels kept (`channels`)."""
+    item = options.get("shape")
+    if item:
+        size = int(np.prod(item))
+        flat = images.reshape(size, -1).T if options.get("flat") == "columns" else images.reshape(-1, size)
+        images = np.stack([row.reshape(item, order=options.get("order", "C")) for row in flat])
+    axes = options.get("axes") or ("N" + ("HW" if images.ndim == 3 else "HWC"))
+    images = np.transpose(images, [axes.index(a) for a in "NHWC" if a in axes])
+    if options.get("channels") is not None:
+        images = images[..., list(options["channels"])]
+    return images
+
+
 def array_rows(job: Conversion, options: dict[str, Any]) -> list[Row]:
     parts = options.get("arrays") or [
         {"split": s, "images": {"file": g, "key": options["images"]}, "labels": {"file": g, "key": options["labels"]}}
@@ -88,7 +109,6 @@ def array_rows(job: Conversion, options: dict[str, Any]) -> list[Row]:
     ]
     rows: list[Row] = []
     for part in parts:
-        axes = part.get("axes", options.get("axes", "NHWC"))
         images_file = _glob(job, part["images"]["file"])
         labels_file = _glob(job, part["labels"]["file"])
         if len(images_file) != len(labels_file):
@@ -96,7 +116,7 @@ def array_rows(job: Conversion, options: dict[str, Any]) -> list[Row]:
         for image_path, label_path in zip(images_file, labels_file, strict=True):
             images = read_arrays(job, image_path, [part["images"]["key"]])[part["images"]["key"]]
             labels = read_arrays(job, label_path, [part["labels"]["key"]])[part["labels"]["key"]].reshape(-1)
-            images = np.transpose(images, [axes.index(a) for a in "NHWC" if a in axes])
+            images = to_nhwc({**options, **part}, images)
             if len(images) != len(labels):
                 raise job.fail(f"{image_path.name}: {len(images)} images but {len(labels)} labels")
             split = part.get("split")
@@ -131,8 +151,16 @@ def mat_table_rows(job: Conversion, options: dict[str, Any]) -> list[Row]:
     placed: dict[Path, str] = {}
     for part in options["mats"]:
         (file,) = _glob(job, part["file"])[:1]
-        keys = [k for k in (part.get("index"), part.get("paths"), part.get("labels")) if k]
-        arrays = read_arrays(job, file, keys)
+        splits: list[str | None] | None = None
+        if part.get("struct"):  # one MATLAB struct array: a field per column (Stanford Cars' annotations)
+            record = read_arrays(job, file, [part["struct"]])[part["struct"]]
+            arrays = {name: record[name] for name in record.dtype.names or ()}
+            if isinstance(part.get("split"), dict):
+                values = part["split"]["values"]
+                splits = [values[_label_text(v, {})] for v in _cells(arrays[part["split"]["field"]])]
+        else:
+            keys = [k for k in (part.get("index"), part.get("paths"), part.get("labels")) if k]
+            arrays = read_arrays(job, file, keys)
         if part.get("index"):
             numbers = [int(n) for n in _cells(arrays[part["index"]])]
             paths = [options["path_template"].format(n) for n in numbers]
@@ -144,12 +172,14 @@ def mat_table_rows(job: Conversion, options: dict[str, Any]) -> list[Row]:
             paths = [str(p) for p in _cells(arrays[part["paths"]])]
             labels = _cells(arrays[part["labels"]])
         root = base / options.get("path_root", ".")
-        for path, label in zip(paths, labels, strict=True):
+        splits = splits or [part.get("split")] * len(paths)
+        for path, label, split in zip(paths, labels, splits, strict=True):
             image = (root / path).resolve()
             if base not in image.parents or not image.is_file():
                 raise job.fail(f"{file.name}: image {path!r} is not in the artefacts")
-            placed.setdefault(image, place(job, image, base))
-            rows.append((placed[image], _label_text(label, label_map), part.get("split")))
+            if image not in placed:
+                placed[image] = place(job, image, base)
+            rows.append((placed[image], _label_text(label, label_map), split))
     return rows
 
 
@@ -178,6 +208,8 @@ def _parse_line(job: Conversion, line: str, options: dict[str, Any], where: str)
         raise job.fail(f"{where}: {values.size} values, an image of {shape} needs {size}")
     low, high = options.get("range", [0, 255])
     pixels = np.clip(np.round((values - low) / (high - low) * 255), 0, 255).reshape(shape)
+    if options.get("channels") is not None:
+        pixels = pixels[..., list(options["channels"])]
     return pixels.astype(np.uint8), label
 
 
