@@ -74,6 +74,8 @@ def unpack(archive: Path, target: Path, *, name: str | None = None) -> Path:
     name = name or archive.name
     target.mkdir(parents=True, exist_ok=True)
     kind = archive_kind(name)
+    if kind in ("tar", "zip"):  # the bytes decide when the name is wrong (a zip served as .tgz)
+        kind = "zip" if zipfile.is_zipfile(archive) else "tar" if tarfile.is_tarfile(archive) else kind
     try:
         if kind == "tar":
             _untar(archive, target)
