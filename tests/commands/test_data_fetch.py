@@ -191,3 +191,11 @@ def test_data_status_names_the_fetch_command_for_missing_datasets_the_manifest_h
     assert row["available"] is False and row["fetch"] == "lifelong data fetch imagenet"
     text = runner.invoke(app, ["data", "status", "--stream", "nevis-imagenet", "--data-root", str(tmp_path)])
     assert "lifelong data fetch imagenet" in text.output
+
+
+def test_list_of_a_stream_counts_what_fetches_alone_and_names_what_the_manifest_lacks():
+    result = runner.invoke(app, ["data", "fetch", "--list", "--stream", "nevis-imagenet"])
+    assert result.exit_code == 0, result.output
+    assert "imagenet" in result.output and "0 of 1 fetch with no manual step" in result.output
+    rows = json.loads(runner.invoke(app, ["data", "fetch", "--list", "--json", "--stream", "nevis-imagenet"]).output)
+    assert [r["name"] for r in rows] == ["imagenet"] and rows[0]["licence"]["requires_acceptance"] is True

@@ -76,16 +76,32 @@ def nevis_streams_names(stream: str) -> set[str]:
     return {row.name for row in variant_tasks(stream)}
 
 
-def list_datasets(entries: dict[str, DatasetEntry], as_json: bool) -> None:
+def no_manual_step(entry: DatasetEntry) -> bool:
+    """Fetched by `lifelong data fetch NAME` alone: a download (plain or Google Drive), no licence to accept."""
+    return entry.access in ("auto", "gdrive") and not entry.licence.requires_acceptance
+
+
+def list_datasets(entries: dict[str, DatasetEntry], as_json: bool, stream: str | None = None) -> None:
+    """The manifest's datasets (those a stream reads with --stream, the ones the manifest lacks included)."""
     streams = streams_of(entries)
-    rows = [entries[n].as_json(streams[n]) for n in sorted(entries)]
+    names = sorted(entries)
+    wanted = names
+    if stream:
+        wanted = sorted(nevis_streams_names(stream)) if stream.startswith(NEVIS_PREFIX) else []
+        wanted = sorted(set(wanted) | {n for n in names if stream in streams[n]})
+        if not wanted:
+            raise fail(f"no dataset is read by stream {stream!r}")
     if as_json:
-        typer.echo(json.dumps(rows, indent=2))
+        typer.echo(json.dumps([entries[n].as_json(streams[n]) for n in wanted if n in entries], indent=2))
         return
-    table = Table(title=f"{len(rows)} datasets in the manifest", title_justify="left")
+    title = f"{stream}: {len(wanted)} datasets" if stream else f"{len(wanted)} datasets in the manifest"
+    table = Table(title=title, title_justify="left")
     for column in ("dataset", "access", "converter", "licence", "size", "streams"):
         table.add_column(column, no_wrap=column in ("dataset", "access"))
-    for name in sorted(entries):
+    for name in wanted:
+        if name not in entries:
+            table.add_row(escape(name), "-", "-", "[red]not in the manifest[/]", "-", "")
+            continue
         e = entries[name]
         flags = " (accept)" if e.licence.requires_acceptance else ""
         flags += " (non-commercial)" if e.licence.non_commercial else ""
@@ -93,8 +109,13 @@ def list_datasets(entries: dict[str, DatasetEntry], as_json: bool) -> None:
         shown = ", ".join(streams[name][:3]) + (" ..." if len(streams[name]) > 3 else "")
         table.add_row(escape(name), e.access, e.converter, escape(e.licence.name + flags), size, escape(shown))
     console.print(table)
-    auto = sum(e.access == "auto" and not e.licence.requires_acceptance for e in entries.values())
-    console.print(f"{auto} of {len(entries)} download with no manual step: lifelong data fetch NAME")
+    listed = [entries[n] for n in wanted if n in entries]
+    easy = sum(no_manual_step(e) for e in listed)
+    console.print(
+        f"{easy} of {len(wanted)} fetch with no manual step (lifelong data fetch NAME); {len(listed) - easy} need "
+        f"one (Kaggle token, licence, manual download: --dry-run says which); {len(wanted) - len(listed)} not in "
+        "the manifest"
+    )
 
 
 def _bytes(n: int | None) -> str:
@@ -216,7 +237,9 @@ def fetch_command(
     overwrite: bool = typer.Option(
         False, "--overwrite", help="Replace a dataset folder that is there (fetched or not)."
     ),
-    list_flag: bool = typer.Option(False, "--list", help="List the manifest's datasets and stop."),
+    list_flag: bool = typer.Option(
+        False, "--list", help="List the manifest's datasets (with --stream: a stream's) and stop."
+    ),
     as_json: bool = typer.Option(False, "--json", help="With --list: print JSON."),
 ) -> None:
     """Download (or take from --from), verify, unpack and convert datasets into the data root. Only on request."""
@@ -228,7 +251,7 @@ def fetch_command(
     except ManifestError as exc:
         raise fail(exc) from None
     if list_flag:
-        list_datasets(entries, as_json)
+        list_datasets(entries, as_json, stream)
         return
     if from_dir is not None and not from_dir.is_dir():
         raise fail(f"--from {from_dir}: not a folder")
