@@ -297,3 +297,26 @@ def test_text_rows_libsvm_from_a_bz2_file_and_dense_one_hot_rows(tmp_path):
         name="sem",
     )
     assert [data.class_names[k] for k in data.labels] == ["2", "0"] and data.official_split is None
+
+
+def test_a_corrupt_zip_member_is_an_error_naming_it_or_is_skipped_and_recorded_when_the_entry_says(tmp_path):
+    import json
+    import zipfile
+
+    members = {f"art/{c}/{i}.png": png_bytes(RNG) for c, i in [("a", 0), ("a", 1), ("b", 2)]}
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    raw = bytearray(buffer.getvalue())
+    with zipfile.ZipFile(io.BytesIO(bytes(raw))) as zf:
+        info = zf.getinfo("art/a/1.png")
+    start = info.header_offset + 30 + len(info.filename) + len(info.extra)
+    raw[start : start + 8] = b"\xff" * 8  # damage the member's compressed bytes
+    options = {"files": r"art/(?P<label>[ab])/\d+\.png"}
+    with pytest.raises(ValueError, match=r"member 'art/a/1.png' is corrupt.*skip_bad_members"):
+        convert(tmp_path, {"w.zip": bytes(raw)}, "pattern", options)
+    data = convert(tmp_path, {"w.zip": bytes(raw)}, "pattern", {**options, "skip_bad_members": True}, name="ok")
+    assert sorted(Path(i).name for i in data.ids) == ["0.png", "2.png"]
+    provenance = json.loads((tmp_path / "root" / "ok" / "provenance.json").read_text())
+    assert provenance["skipped_members"] == ["w.zip:art/a/1.png"]

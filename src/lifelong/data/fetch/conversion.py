@@ -32,6 +32,7 @@ class Conversion:
     work: Path  # scratch: archives unpack here
     out: Path  # the layout goes here
     options: dict[str, Any] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)  # corrupt archive members left out (skip_bad_members)
 
     def unpacked(self) -> Path:
         """Every artefact unpacked (archives) or copied (single files) into work/unpacked, once."""
@@ -42,7 +43,9 @@ class Conversion:
             for name, path in self.artefacts.items():
                 kind = archive_kind(name)
                 if kind in ("tar", "zip") or (kind == "single" and self.options.get("decompress")):
-                    unpack(path, staging, name=name)
+                    unpack(
+                        path, staging, name=name, skipped=self.skipped if self.options.get("skip_bad_members") else None
+                    )
                 else:
                     copy_file(path, staging / name)
             staging.mkdir(parents=True, exist_ok=True)

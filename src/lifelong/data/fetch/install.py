@@ -252,7 +252,8 @@ def convert_into_place(request: FetchRequest, files: dict[str, Acquired]) -> str
     if expected and not (detect_source(out) or "").startswith(expected):
         raise ConversionError(f"{entry.name}: converted folder does not hold the {expected[:-1]} layout")
     shutil.rmtree(work / "scratch")
-    atomic_write_bytes(out / PROVENANCE, json.dumps(provenance(request, files), indent=2).encode())
+    record = provenance(request, files) | {"skipped_members": job.skipped}
+    atomic_write_bytes(out / PROVENANCE, json.dumps(record, indent=2).encode())
     atomic_write_bytes(out / READY, b"")
     state = "installed"
     if request.target.exists():

@@ -13,6 +13,7 @@ import lzma
 import shutil
 import tarfile
 import zipfile
+import zlib
 from pathlib import Path, PurePosixPath
 
 TAR_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz")
@@ -46,7 +47,7 @@ def _inside(target: Path, member: str, archive: Path) -> Path:
     return destination
 
 
-def _unzip(archive: Path, target: Path) -> None:
+def _unzip(archive: Path, target: Path, skipped: list[str] | None) -> None:
     with zipfile.ZipFile(archive) as zf:
         for info in zf.infolist():
             destination = _inside(target, info.filename, archive)
@@ -57,8 +58,17 @@ def _unzip(archive: Path, target: Path) -> None:
                 destination.mkdir(parents=True, exist_ok=True)
                 continue
             destination.parent.mkdir(parents=True, exist_ok=True)
-            with zf.open(info) as src, open(destination, "wb") as dst:
-                shutil.copyfileobj(src, dst, 1 << 20)
+            try:
+                with zf.open(info) as src, open(destination, "wb") as dst:
+                    shutil.copyfileobj(src, dst, 1 << 20)
+            except (zipfile.BadZipFile, zlib.error, EOFError) as exc:
+                if skipped is None:
+                    raise ValueError(
+                        f"{archive.name}: member {info.filename!r} is corrupt ({exc}); the dataset's "
+                        "skip_bad_members = true option leaves such members out"
+                    ) from None
+                destination.unlink(missing_ok=True)
+                skipped.append(f"{archive.name}:{info.filename}")
 
 
 def _untar(archive: Path, target: Path) -> None:
@@ -69,8 +79,12 @@ def _untar(archive: Path, target: Path) -> None:
             raise UnsafeArchiveError(f"{archive.name}: {exc}") from None
 
 
-def unpack(archive: Path, target: Path, *, name: str | None = None) -> Path:
-    """Unpack (or decompress, or copy) `archive` into `target`; returns `target`. `name` overrides the file name."""
+def unpack(archive: Path, target: Path, *, name: str | None = None, skipped: list[str] | None = None) -> Path:
+    """Unpack (or decompress, or copy) `archive` into `target`; returns `target`. `name` overrides the file name.
+
+    A corrupt zip member is an error naming it, unless `skipped` is a list: then it is left out and named there
+    (a published archive with a few unreadable images, which the reference code skips too).
+    """
     name = name or archive.name
     target.mkdir(parents=True, exist_ok=True)
     kind = archive_kind(name)
@@ -80,7 +94,7 @@ def unpack(archive: Path, target: Path, *, name: str | None = None) -> Path:
         if kind == "tar":
             _untar(archive, target)
         elif kind == "zip":
-            _unzip(archive, target)
+            _unzip(archive, target, skipped)
         elif kind == "single":
             suffix = PurePosixPath(name).suffix
             out = _inside(target, name[: -len(suffix)], archive)
@@ -88,6 +102,6 @@ def unpack(archive: Path, target: Path, *, name: str | None = None) -> Path:
                 shutil.copyfileobj(src, dst, 1 << 20)
         else:
             shutil.copyfile(archive, _inside(target, name, archive))
-    except (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError, lzma.LZMAError) as exc:
+    except (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError, lzma.LZMAError, zlib.error) as exc:
         raise ValueError(f"{name}: cannot unpack ({exc})") from None
     return target
