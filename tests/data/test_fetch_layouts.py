@@ -7,7 +7,7 @@ options; the checksums are the miniature's), and loads the result through the so
 would use. `$LIFELONG_FETCH_EXTRA_MANIFEST` adds a manifest file while entries are being written.
 
     [[archive]]
-    file = "coil-20-proc.zip"             # its name in the manifest: .zip, .tar, .tar.gz, .tgz, .gz, or plain
+    file = "coil-20-proc.zip"             # its name in the manifest: .zip, .tar, .tar.gz, .tgz, .gz, .bz2, or plain
     images = ["coil-20-proc/obj1__0.png"]  # members written as tiny images (format from the suffix)
     text = { "coil-20-proc/labels.txt" = "..." }
     mats = { "data/train.mat" = { X = { shape = [32, 32, 3, 2] }, y = { values = [1, 10] } } }
@@ -25,6 +25,7 @@ official train and test split): the rule is applied as the stream applies it.
 
 from __future__ import annotations
 
+import bz2
 import gzip
 import io
 import os
@@ -111,8 +112,10 @@ def pack(file: str, members: dict[str, bytes]) -> bytes:
                 info.size = len(data)
                 tf.addfile(info, io.BytesIO(data))
     else:
-        (only,) = members.values()  # a single-file artefact: its one member, gzipped when the name says so
-        return gzip.compress(only, mtime=0) if lower.endswith(".gz") else only
+        (only,) = members.values()  # a single-file artefact: its one member, compressed when the name says so
+        if lower.endswith(".gz"):
+            return gzip.compress(only, mtime=0)
+        return bz2.compress(only) if lower.endswith(".bz2") else only
     return buffer.getvalue()
 
 

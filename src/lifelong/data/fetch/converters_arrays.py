@@ -6,7 +6,8 @@ Each writes PNG files under out/images/ (or lists existing image files) and retu
   `arrays = [{split = ..., images = {file = "glob", key = "x"}, labels = {file = "glob", key = "y"}}]`; `axes`
   orders the image array (N items; H, W, C), e.g. "HWCN" for SVHN, "NCWH" for STL-10; `shape` reshapes flattened
   items first (`order = "F"` for MATLAB's column-major, `flat = "columns"` when each item is a column),
-  `channels` keeps and orders channels ([2, 1, 0] turns BGR into RGB); `label_map` renames. Raw `.bin` files
+  `channels` keeps and orders channels ([2, 1, 0] turns BGR into RGB), `range = [low, high]` maps values onto
+  0-255; `label_map` renames. Raw `.bin` files
   (STL-10) are read as one uint8 array.
 - `mat_table` (`mat_table_rows`): image files listed by MATLAB arrays. `mats = [{split = ..., file = "glob",
   index = "trnid"}]` picks 1-based image numbers formatted by `path_template` ("jpg/image_{:05d}.jpg"), labelled
@@ -99,7 +100,29 @@ def to_nhwc(options: dict[str, Any], images: np.ndarray) -> np.ndarray:
     images = np.transpose(images, [axes.index(a) for a in "NHWC" if a in axes])
     if options.get("channels") is not None:
         images = images[..., list(options["channels"])]
+    if options.get("range") is not None:  # values such as 0/1 silhouettes onto 0-255
+        low, high = options["range"]
+        images = np.clip(np.round((images.astype(np.float64) - low) / (high - low) * 255), 0, 255)
     return images
+
+
+CHUNK = 2048  # images read at a time from an HDF5 file (PatchCamelyon's training set is 7 GB)
+
+
+def image_chunks(job: Conversion, path: Path, key: str, options: dict[str, Any]):
+    """The images of one file as [N, H, W(, C)] arrays: HDF5 item-first arrays chunk by chunk, others whole."""
+    axes = options.get("axes") or "N"
+    if path.suffix.lower() in (".h5", ".hdf5") and axes.startswith("N") and not options.get("shape"):
+        import h5py
+
+        with h5py.File(path, "r") as f:
+            if key not in f:
+                raise job.fail(f"{path.name} has no dataset {key!r} (has {sorted(f)})")
+            data = f[key]
+            for start in range(0, len(data), CHUNK):
+                yield to_nhwc(options, np.asarray(data[start : start + CHUNK]))
+        return
+    yield to_nhwc(options, read_arrays(job, path, [key])[key])
 
 
 def array_rows(job: Conversion, options: dict[str, Any]) -> list[Row]:
@@ -114,16 +137,19 @@ def array_rows(job: Conversion, options: dict[str, Any]) -> list[Row]:
         if len(images_file) != len(labels_file):
             raise job.fail(f"{len(images_file)} image files but {len(labels_file)} label files for {part}")
         for image_path, label_path in zip(images_file, labels_file, strict=True):
-            images = read_arrays(job, image_path, [part["images"]["key"]])[part["images"]["key"]]
             labels = read_arrays(job, label_path, [part["labels"]["key"]])[part["labels"]["key"]].reshape(-1)
-            images = to_nhwc({**options, **part}, images)
-            if len(images) != len(labels):
-                raise job.fail(f"{image_path.name}: {len(images)} images but {len(labels)} labels")
             split = part.get("split")
             folder = f"{IMAGES}/{split or 'all'}/{image_path.stem}"
-            for i, (pixels, label) in enumerate(zip(images, labels, strict=True)):
-                relative = _save_png(job, pixels, f"{folder}/{i:06d}.png")
-                rows.append((relative, _label_text(label, options.get("label_map", {})), split))
+            count = 0
+            for images in image_chunks(job, image_path, part["images"]["key"], {**options, **part}):
+                for pixels in images:
+                    if count >= len(labels):
+                        raise job.fail(f"{image_path.name}: more images than the {len(labels)} labels")
+                    relative = _save_png(job, pixels, f"{folder}/{count:06d}.png")
+                    rows.append((relative, _label_text(labels[count], options.get("label_map", {})), split))
+                    count += 1
+            if count != len(labels):
+                raise job.fail(f"{image_path.name}: {count} images but {len(labels)} labels")
     return rows
 
 
@@ -169,7 +195,7 @@ def mat_table_rows(job: Conversion, options: dict[str, Any]) -> list[Row]:
             else:
                 labels = [(n - 1) // int(options["label_every"]) for n in numbers]
         else:
-            paths = [str(p) for p in _cells(arrays[part["paths"]])]
+            paths = [str(p).strip() for p in _cells(arrays[part["paths"]])]  # char matrices pad with blanks
             labels = _cells(arrays[part["labels"]])
         root = base / options.get("path_root", ".")
         splits = splits or [part.get("split")] * len(paths)
