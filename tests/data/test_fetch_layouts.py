@@ -13,6 +13,7 @@ would use. `$LIFELONG_FETCH_EXTRA_MANIFEST` adds a manifest file while entries a
     mats = { "data/train.mat" = { X = { shape = [32, 32, 3, 2] }, y = { values = [1, 10] } } }
     idx = { "train-labels-idx1-ubyte" = { values = [3, 1] }, "train-images-idx3-ubyte" = { shape = [2, 28, 28] } }
     h5 = { "x.h5" = { x = { shape = [2, 96, 96, 3] }, y = { values = [0, 1] } } }     # HDF5 (h5py)
+    hex = { "data/a.gnt" = "0e000000b0a1020002000102030405" }                         # any bytes, as hex
     nested = { "inner/n01440764.tar" = { images = ["a.JPEG"] }, "d/t10k-labels-idx1-ubyte.gz" = { idx = {...} } }
     # (an archive or a .gz file inside the artefact, built from the same keys; names ending .gz hold one member)
     [expect]
@@ -94,6 +95,7 @@ def members_of(archive: dict, rng: np.random.Generator, scratch: Path) -> dict[s
     members |= {name: pack(name, members_of(spec, rng, scratch)) for name, spec in archive.get("nested", {}).items()}
     members |= {name: idx_bytes(array_of(spec, rng)) for name, spec in archive.get("idx", {}).items()}
     members |= {name: text.encode() for name, text in archive.get("text", {}).items()}
+    members |= {name: bytes.fromhex(text) for name, text in archive.get("hex", {}).items()}
     members |= {name: mat_bytes(spec, rng) for name, spec in archive.get("mats", {}).items()}
     return members
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bz2
 import io
+import struct
 from collections import Counter
 from pathlib import Path
 
@@ -320,3 +321,98 @@ def test_a_corrupt_zip_member_is_an_error_naming_it_or_is_skipped_and_recorded_w
     assert sorted(Path(i).name for i in data.ids) == ["0.png", "2.png"]
     provenance = json.loads((tmp_path / "root" / "ok" / "provenance.json").read_text())
     assert provenance["skipped_members"] == ["w.zip:art/a/1.png"]
+
+
+def gnt_record(label: str, pixels: np.ndarray) -> bytes:
+    h, w = pixels.shape
+    return struct.pack("<I2sHH", w * h + 10, label.encode("gb2312"), w, h) + pixels.astype(np.uint8).tobytes()
+
+
+def norb_matrix(array: np.ndarray) -> bytes:
+    magic = {np.dtype(np.uint8): 0x1E3D4C55, np.dtype(np.int32): 0x1E3D4C54}[array.dtype]
+    dims = list(array.shape) + [1] * (3 - array.ndim)
+    return (
+        struct.pack(f"<ii{len(dims)}i", magic, array.ndim, *dims)
+        + array.astype(array.dtype.newbyteorder("<")).tobytes()
+    )
+
+
+def test_gnt_records_are_characters_with_inverted_ink(tmp_path):
+    glyphs = [
+        ("啊", RNG.integers(0, 256, (3, 4), dtype=np.uint8)),
+        ("阿", RNG.integers(0, 256, (5, 2), dtype=np.uint8)),
+    ]
+    file = b"".join(gnt_record(label, pixels) for label, pixels in glyphs)
+    data = convert(
+        tmp_path, {"Gnt1.1Test.zip": zip_bytes({"Gnt1.1Test/1001-t.gnt": file})}, "gnt", {"files": {"test": "*.gnt"}}
+    )
+    assert sorted(data.class_names) == ["啊", "阿"]
+    for (label, pixels), image, k in zip(glyphs, data.images, data.labels, strict=True):
+        assert data.class_names[k] == label
+        np.testing.assert_array_equal(np.asarray(image)[..., 0], 255 - pixels)
+    with pytest.raises(ValueError, match="is cut short|says"):
+        convert(tmp_path, {"bad.zip": zip_bytes({"x.gnt": file[:-3]})}, "gnt", {"files": {"test": "*.gnt"}}, name="bad")
+
+
+def test_norb_matrices_take_the_left_view_and_file_each_image_under_its_instance(tmp_path):
+    import gzip
+
+    pairs = RNG.integers(0, 256, (3, 2, 4, 4), dtype=np.uint8)
+    cats = np.array([0, 4, 2], dtype=np.int32)
+    info = np.array([[4, 0, 0, 0], [7, 1, 2, 3], [9, 0, 4, 1]], dtype=np.int32)
+    stem = "smallnorb-5x46789x9x18x6x2x96x96-training"
+    files = {
+        f"{stem}-{k}.mat.gz": gzip.compress(norb_matrix(a)) for k, a in (("dat", pairs), ("cat", cats), ("info", info))
+    }
+    data = convert(
+        tmp_path,
+        files,
+        "norb",
+        {
+            "decompress": True,
+            "parts": [{"split": "train", "dat": "*-dat.mat", "cat": "*-cat.mat", "info": "*-info.mat"}],
+        },
+    )
+    np.testing.assert_array_equal(np.stack([np.asarray(im)[..., 0] for im in data.images]), pairs[:, 0])
+    assert [data.class_names[k] for k in data.labels] == ["0", "4", "2"]
+    assert [Path(i).parent.name for i in data.ids] == ["instance4", "instance7", "instance9"]
+
+
+def test_coco_annotations_label_whole_images_or_crop_their_boxes(tmp_path):
+    import json
+
+    photo = RNG.integers(0, 256, (20, 30, 3), dtype=np.uint8)
+    out = io.BytesIO()
+    Image.fromarray(photo).save(out, format="PNG")
+    content = {
+        "categories": [{"id": 1, "name": "bobcat"}, {"id": 7, "name": "empty"}],
+        "images": [{"id": "a", "file_name": "a.png"}, {"id": "b", "file_name": "b.png"}],
+        "annotations": [
+            {"id": 1, "image_id": "a", "category_id": 1, "bbox": [2, 3, 10, 12]},
+            {"id": 2, "image_id": "b", "category_id": 7, "bbox": [0, 0, 5, 5]},
+        ],
+    }
+    members = {
+        "imgs/a.png": out.getvalue(),
+        "imgs/b.png": out.getvalue(),
+        "ann/train.json": json.dumps(content).encode(),
+    }
+    data = convert(
+        tmp_path,
+        {"cct.zip": zip_bytes(members)},
+        "coco",
+        {"annotations": {"train": "ann/train.json"}, "path_root": "imgs"},
+    )
+    assert {Path(i).name: data.class_names[k] for i, k in zip(data.ids, data.labels, strict=True)} == {
+        "a.png": "bobcat",
+        "b.png": "empty",
+    }
+    crops = convert(
+        tmp_path,
+        {"coco.zip": zip_bytes(members)},
+        "coco",
+        {"annotations": {"train": "ann/train.json"}, "path_root": "imgs", "mode": "box", "min_box": 8, "label": "id"},
+        name="crops",
+    )
+    assert [crops.class_names[k] for k in crops.labels] == ["1"]  # the 5x5 box is under min_box
+    np.testing.assert_array_equal(np.asarray(crops.images[0]), photo[3:15, 2:12])

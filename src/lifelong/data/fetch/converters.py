@@ -13,8 +13,9 @@ told from an old conversion.
   train/ val/ test/ folders) or `splits = {train = "path", test = "path"}` (one folder of class folders each).
 - `clear`: CLEAR's released archives (train_image_only/, test/, ...) unpacked as they are; checked by
   opening the result as lifelong.data.sources.clear.ClearFolder.
-- `pattern`, `table`, `voc`, `mat`, `hdf5`, `mat_table`, `text_rows`: the labels.csv layout, from paths, tables,
-  annotations or arrays (converters_tables, converter_table, converters_arrays); `parts` combines several of
+- `pattern`, `table`, `voc`, `mat`, `hdf5`, `mat_table`, `text_rows`, `gnt`, `norb`, `coco`: the labels.csv
+  layout, from paths, tables, annotations, arrays or record files (converters_tables, converter_table,
+  converters_arrays, converters_records); `parts` combines several of
   them; every one takes `group = true` (rows of one image merged into its labels), `min_per_class` (drop
   smaller classes) and `train_per_class` (the first n images of each class in path order train, the rest test).
 - `imagenet`: ILSVRC-2012 from its three files (converters_tables).
@@ -33,6 +34,7 @@ from typing import Any
 from lifelong.data.fetch.conversion import Conversion, Row, copy_file, data_files, write_labels_csv
 from lifelong.data.fetch.converter_table import table_rows
 from lifelong.data.fetch.converters_arrays import array_rows, mat_table_rows, text_rows
+from lifelong.data.fetch.converters_records import coco_rows, gnt_rows, norb_rows
 from lifelong.data.fetch.converters_tables import convert_imagenet, pattern_rows, voc_rows
 
 
@@ -122,6 +124,9 @@ ROW_MAKERS: dict[str, Callable[[Conversion, dict[str, Any]], list[Row]]] = {
     "hdf5": array_rows,
     "mat_table": mat_table_rows,
     "text_rows": text_rows,
+    "gnt": gnt_rows,
+    "norb": norb_rows,
+    "coco": coco_rows,
 }
 
 

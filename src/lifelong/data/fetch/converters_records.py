@@ -1,0 +1,158 @@
+"""Converters for datasets in their own record formats: CASIA's .gnt, NORB's binary matrices, COCO-style JSON.
+
+- `gnt` (`gnt_rows`): CASIA-HWDB's .gnt files, records of [uint32 length][2-byte GB2312 label][uint16 width]
+  [uint16 height][pixels]: `files = {split = "glob"}`; `invert = true` makes the ink bright on black (as the
+  reference does); the label is the character (its GB2312 bytes in hex when they do not decode).
+- `norb` (`norb_rows`): small NORB's binary matrices (gzipped: use `decompress = true`): `parts = [{split =
+  "train", dat = "glob", cat = "glob", info = "glob"}]`; the first image of each stereo pair (`view = 0`), labelled
+  by its category, written under instance<k>/ so the `smallnorb` split rule finds each item's instance.
+- `coco` (`coco_rows`): COCO-style annotation files: `annotations = {split = "glob of .json"}`, images found by
+  their `file_name` under `path_root` (a folder of the unpacked artefacts; `path_search = true` finds them by
+  name); `mode = "image"` labels each image with its annotations' categories (one row per image; several
+  categories make it multi-label unless `first = true`), `mode = "box"` crops every annotation's box at least
+  `min_box` pixels wide and high into its own image; `label = "name"` (the category's name, default) or "id".
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import struct
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lifelong.data.fetch.conversion import Conversion, Row, data_files
+
+IMAGES = "images"
+NORB_TYPES = {0x1E3D4C51: np.float32, 0x1E3D4C53: np.float64, 0x1E3D4C54: np.int32, 0x1E3D4C55: np.uint8}
+
+
+def _glob(job: Conversion, pattern: str) -> list[Path]:
+    base = job.unpacked()
+    found = [p for p in data_files(base) if fnmatch.fnmatch(p.relative_to(base).as_posix(), pattern)]
+    if not found:
+        raise job.fail(f"no file in the artefacts matches {pattern!r}")
+    return found
+
+
+def _save(job: Conversion, pixels: np.ndarray, relative: str) -> str:
+    from PIL import Image
+
+    target = job.out / relative
+    target.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(np.ascontiguousarray(pixels).astype(np.uint8)).save(target)
+    return relative
+
+
+def gnt_records(job: Conversion, path: Path):
+    """(label, pixels) of each record of a .gnt file."""
+    data = path.read_bytes()
+    at = 0
+    while at < len(data):
+        if at + 10 > len(data):
+            raise job.fail(f"{path.name}: a record is cut short at byte {at}")
+        length, tag, width, height = struct.unpack_from("<I2sHH", data, at)
+        if length != width * height + 10 or at + length > len(data):
+            raise job.fail(f"{path.name}: record at byte {at} says {length} bytes for {width}x{height} pixels")
+        pixels = np.frombuffer(data, np.uint8, width * height, at + 10).reshape(height, width)
+        try:
+            label = tag.decode("gb2312")
+        except UnicodeDecodeError:
+            label = tag.hex()
+        yield label, pixels
+        at += length
+
+
+def gnt_rows(job: Conversion, options: dict[str, Any]) -> list[Row]:
+    rows: list[Row] = []
+    for split, pattern in options["files"].items():
+        for file in sorted(_glob(job, pattern)):
+            for i, (label, pixels) in enumerate(gnt_records(job, file)):
+                pixels = 255 - pixels if options.get("invert", True) else pixels
+                relative = _save(job, pixels, f"{IMAGES}/{split}/{file.stem}/{i:06d}.png")
+                rows.append((relative, label, None if split == "all" else split))
+    return rows
+
+
+def read_norb(job: Conversion, path: Path) -> np.ndarray:
+    """A NORB binary matrix: int32 magic (element type), int32 rank, max(rank, 3) int32 dimensions, the data."""
+    data = path.read_bytes()
+    magic, rank = struct.unpack_from("<ii", data, 0)
+    if magic not in NORB_TYPES or not 0 < rank < 8:
+        raise job.fail(f"{path.name} is not a NORB binary matrix (magic {magic:#x}, rank {rank})")
+    dims = struct.unpack_from(f"<{max(rank, 3)}i", data, 8)[:rank]
+    offset = 8 + 4 * max(rank, 3)
+    dtype = np.dtype(NORB_TYPES[magic]).newbyteorder("<")
+    count = int(np.prod(dims))
+    if len(data) - offset < count * dtype.itemsize:
+        raise job.fail(f"{path.name}: {len(data) - offset} data bytes for a {dims} matrix")
+    return np.frombuffer(data, dtype, count, offset).reshape(dims)
+
+
+def norb_rows(job: Conversion, options: dict[str, Any]) -> list[Row]:
+    rows: list[Row] = []
+    view = int(options.get("view", 0))
+    for part in options["parts"]:
+        split = part.get("split")
+        (dat,), (cat,), (info,) = (_glob(job, part[k])[:1] for k in ("dat", "cat", "info"))
+        images, categories, infos = read_norb(job, dat), read_norb(job, cat), read_norb(job, info)
+        if not len(images) == len(categories) == len(infos):
+            raise job.fail(f"{dat.name}: {len(images)} pairs, {len(categories)} categories, {len(infos)} infos")
+        for i, (pair, category, about) in enumerate(zip(images, categories, infos, strict=True)):
+            relative = f"{IMAGES}/{split or 'all'}/instance{int(about[0])}/{i:06d}.png"
+            rows.append((_save(job, pair[view], relative), str(int(category)), split))
+    return rows
+
+
+def _crops(job: Conversion, path: Path, marks: list[dict], names: dict, min_box: float, folder: str) -> list:
+    """One PNG per annotated box at least `min_box` wide and high: (relative path, category name)."""
+    from PIL import Image
+
+    out = []
+    with Image.open(path) as image:
+        image = image.convert("RGB")
+        for mark in marks:
+            x, y, w, h = mark["bbox"]
+            if w < min_box or h < min_box:
+                continue
+            box = (int(x), int(y), int(min(image.width, x + w)), int(min(image.height, y + h)))
+            relative = f"{folder}/{path.stem}_{mark['id']}.png"
+            (job.out / relative).parent.mkdir(parents=True, exist_ok=True)
+            image.crop(box).save(job.out / relative)
+            out.append((relative, names[mark["category_id"]]))
+    return out
+
+
+def coco_rows(job: Conversion, options: dict[str, Any]) -> list[Row]:
+    from lifelong.data.fetch.converter_table import by_name
+    from lifelong.data.fetch.converters_tables import place
+
+    base = job.unpacked().resolve()
+    root = base / options.get("path_root", ".")
+    by_id = options.get("label", "name") != "name"
+    rows: list[Row] = []
+    for split, pattern in options["annotations"].items():
+        split_name = None if split == "all" else split
+        for file in _glob(job, pattern):
+            content = json.loads(file.read_text())
+            names = {c["id"]: str(c["id"] if by_id else c["name"]) for c in content["categories"]}
+            images = {im["id"]: im["file_name"] for im in content["images"]}
+            per_image: dict[Any, list[dict]] = {}
+            for mark in content["annotations"]:
+                per_image.setdefault(mark["image_id"], []).append(mark)
+            for image_id, marks in per_image.items():
+                name = images[image_id]
+                path = by_name(job, base).get(Path(name).name) if options.get("path_search") else root / name
+                if path is None or not path.is_file():
+                    raise job.fail(f"{file.name}: image {name!r} is not in the artefacts")
+                if options.get("mode", "image") == "box":
+                    min_box = float(options.get("min_box", 0))
+                    folder = f"{IMAGES}/{split}"
+                    rows += [(r, label, split_name) for r, label in _crops(job, path, marks, names, min_box, folder)]
+                    continue
+                labels = sorted({names[mark["category_id"]] for mark in marks})
+                label: str | list[str] = labels[0] if options.get("first") or len(labels) == 1 else labels
+                rows.append((place(job, path, base), label, split_name))
+    return rows
