@@ -416,3 +416,33 @@ def test_coco_annotations_label_whole_images_or_crop_their_boxes(tmp_path):
     )
     assert [crops.class_names[k] for k in crops.labels] == ["1"]  # the 5x5 box is under min_box
     np.testing.assert_array_equal(np.asarray(crops.images[0]), photo[3:15, 2:12])
+
+
+def test_voc_actions_crop_each_person_box_with_its_flagged_actions(tmp_path):
+    photo = RNG.integers(0, 256, (20, 30, 3), dtype=np.uint8)
+    out = io.BytesIO()
+    Image.fromarray(photo).save(out, format="PNG")
+    person = (
+        "<object><name>person</name><bndbox><xmin>{}</xmin><ymin>{}</ymin><xmax>{}</xmax><ymax>{}</ymax></bndbox>"
+        "<actions><jumping>{}</jumping><phoning>{}</phoning><other>0</other></actions></object>"
+    )
+    people = person.format(1, 2, 11, 12, 1, 0) + person.format(5, 5, 25, 15, 1, 1)
+    xml = f"<annotation><filename>2011_1.png</filename>{people}</annotation>"
+    members = {
+        "VOCdevkit/VOC2012/JPEGImages/2011_1.png": out.getvalue(),
+        "VOCdevkit/VOC2012/JPEGImages/2011_2.png": out.getvalue(),
+        "VOCdevkit/VOC2012/Annotations/2011_1.xml": xml.encode(),
+        "VOCdevkit/VOC2012/Annotations/2011_2.xml": b"<annotation><filename>2011_2.png</filename></annotation>",
+        "VOCdevkit/VOC2012/ImageSets/Action/jumping_trainval.txt": b"2011_1  1\n",
+        "VOCdevkit/VOC2012/ImageSets/Action/phoning_trainval.txt": b"2011_1  1\n",
+    }
+    data = convert(
+        tmp_path,
+        {"VOCtrainval.tar": zip_bytes(members)},
+        "voc",
+        {"mode": "actions", "ids_from": "ImageSets/Action/*_trainval.txt"},
+    )
+    got = table(data)
+    assert got == {"2011_1_0.png": (("jumping",), None), "2011_1_1.png": (("jumping", "phoning"), None)}
+    first = next(k for k, i in enumerate(data.ids) if i.endswith("2011_1_0.png"))
+    np.testing.assert_array_equal(np.asarray(data.images[first]), photo[2:12, 1:11])

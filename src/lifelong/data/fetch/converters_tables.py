@@ -9,7 +9,9 @@ lifelong.data.fetch.converter_table, arrays lifelong.data.fetch.converters_array
   captured values to class names, `splits` captured values to train / val / test, `exclude` drops paths;
   `grid = [rows, columns]` cuts each image into that many crops (Brodatz's plates).
 - `voc`: PASCAL VOC folders (`root`, a glob for the folder holding Annotations/ and JPEGImages/); each image's
-  labels are its objects' names (`exclude_difficult`); `splits = {train = "ImageSets/Main/train.txt", ...}`.
+  labels are its objects' names (`exclude_difficult`); `splits = {train = "ImageSets/Main/train.txt", ...}` or
+  `ids_from = "ImageSets/Action/*_trainval.txt"` choose the images; `mode = "actions"` makes one example per
+  person box instead, cropped, labelled by the actions flagged 1 (VOC 2012's action task).
 - `imagenet`: ILSVRC-2012's training tar (per-class tars), validation tar and devkit, streamed into the folder
   layout train/<wnid>/, val/<wnid>/ (the validation labels from the devkit's ground truth and meta.mat).
 """
@@ -90,35 +92,64 @@ def pattern_rows(job: Conversion, options: dict[str, Any]) -> list[Row]:
     return rows
 
 
+def _voc_ids(root: Path, options: dict[str, Any]) -> tuple[dict[str, str | None], bool]:
+    """Image id -> split from `splits` lists, or ids from `ids_from` lists (no split); and whether ids are chosen."""
+    chosen: dict[str, str | None] = {}
+    for split, listing in options.get("splits", {}).items():
+        path = root / listing
+        if path.is_file():
+            chosen |= {line.split()[0]: split for line in path.read_text().splitlines() if line.strip()}
+    for listing in sorted(root.glob(options["ids_from"])) if options.get("ids_from") else []:
+        chosen |= {line.split()[0]: None for line in listing.read_text().splitlines() if line.strip()}
+    return chosen, bool(options.get("splits") or options.get("ids_from"))
+
+
+def _voc_box_rows(job: Conversion, image: Path, tree: ET.Element, split: str | None) -> list[Row]:
+    """One cropped example per <object> with <actions>: labelled by the actions flagged 1 (VOC's action task)."""
+    from PIL import Image
+
+    rows: list[Row] = []
+    with Image.open(image) as source:
+        source = source.convert("RGB")
+        for k, obj in enumerate(tree.iter("object")):
+            actions = obj.find("actions")
+            box = obj.find("bndbox")
+            if actions is None or box is None:
+                continue
+            labels = sorted(a.tag for a in actions if (a.text or "").strip() in ("1", "1.0"))
+            x0, y0, x1, y1 = (int(float(box.findtext(t) or 0)) for t in ("xmin", "ymin", "xmax", "ymax"))
+            relative = f"{IMAGES}/{image.stem}_{k}.png"
+            (job.out / IMAGES).mkdir(parents=True, exist_ok=True)
+            source.crop((x0, y0, x1, y1)).save(job.out / relative)
+            rows.append((relative, labels, split))
+    return rows
+
+
 def voc_rows(job: Conversion, options: dict[str, Any]) -> list[Row]:
     base = job.unpacked()
     pattern = options.get("root", "**")
     roots = sorted({p.parent.parent for p in base.glob(f"{pattern}/Annotations/*.xml")})
     if not roots:
         raise job.fail(f"no VOC folder (Annotations/*.xml) matches root = {pattern!r} in the artefacts")
-    rows = []
+    rows: list[Row] = []
     for root in roots:
-        ids_split = {}
-        for split, listing in options.get("splits", {}).items():
-            path = root / listing
-            if path.is_file():
-                ids_split |= {line.split()[0]: split for line in path.read_text().splitlines() if line.strip()}
+        chosen, restricted = _voc_ids(root, options)
         for xml in sorted((root / "Annotations").glob("*.xml")):
-            if ids_split and xml.stem not in ids_split:
+            if restricted and xml.stem not in chosen:
                 continue
             tree = ET.parse(xml).getroot()
-            names = sorted(
-                {
-                    (o.findtext("name") or "").strip()
-                    for o in tree.iter("object")
-                    if not (options.get("exclude_difficult") and (o.findtext("difficult") or "0").strip() == "1")
-                }
-                - {""}
-            )
             image = root / "JPEGImages" / (tree.findtext("filename") or f"{xml.stem}.jpg").strip()
             if not image.is_file():
                 raise job.fail(f"{xml.name}: image {image.name} is not in {root / 'JPEGImages'}")
-            rows.append((place(job, image, base), names, ids_split.get(xml.stem)))
+            if options.get("mode") == "actions":
+                rows += _voc_box_rows(job, image, tree, chosen.get(xml.stem))
+                continue
+            names = {
+                (o.findtext("name") or "").strip()
+                for o in tree.iter("object")
+                if not (options.get("exclude_difficult") and (o.findtext("difficult") or "0").strip() == "1")
+            }
+            rows.append((place(job, image, base), sorted(names - {""}), chosen.get(xml.stem)))
     return rows
 
 
