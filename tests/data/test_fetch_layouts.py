@@ -158,6 +158,11 @@ def test_a_miniature_of_the_real_artefacts_converts_into_what_the_loaders_read(t
         assert data.official_split is not None, f"{fixture.stem}: no official split"
         assert dict(Counter(data.official_split.tolist())) == spec["expect"]["splits"]
     task = NEVIS_DATASETS.get(fixture.stem)
+    if task is not None and all(name.isdigit() for name in data.class_names):  # numbered classes: 0- or 1-based
+        numbers = [int(name) for name in data.class_names]
+        assert max(numbers) < task.num_classes or (min(numbers) >= 1 and max(numbers) <= task.num_classes), (
+            f"{fixture.stem}: class numbers {min(numbers)}..{max(numbers)} do not fit the task's {task.num_classes}"
+        )
     if task is not None:  # the stream's split rule must accept what the conversion gives
         items = data.official_split if data.official_split is not None else len(data.labels)
         split_indices(items, rule=task.split_rule, groups=item_groups(data, task.split_rule))

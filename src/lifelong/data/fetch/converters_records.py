@@ -10,7 +10,9 @@
   their `file_name` under `path_root` (a folder of the unpacked artefacts; `path_search = true` finds them by
   name); `mode = "image"` labels each image with its annotations' categories (one row per image; several
   categories make it multi-label unless `first = true`), `mode = "box"` crops every annotation's box at least
-  `min_box` pixels wide and high into its own image; `label = "name"` (the category's name, default) or "id".
+  `min_box` pixels wide and high into its own image; `label = "name"` (the category's name, default) or "id"
+  (with `label_offset`, e.g. -1 for COCO's 1-based ids); `missing = "skip"` passes over annotated images the
+  artefacts lack.
 """
 
 from __future__ import annotations
@@ -132,12 +134,14 @@ def coco_rows(job: Conversion, options: dict[str, Any]) -> list[Row]:
     base = job.unpacked().resolve()
     root = base / options.get("path_root", ".")
     by_id = options.get("label", "name") != "name"
+    offset = int(options.get("label_offset", 0))
+    placed: dict[Path, str] = {}
     rows: list[Row] = []
     for split, pattern in options["annotations"].items():
         split_name = None if split == "all" else split
         for file in _glob(job, pattern):
             content = json.loads(file.read_text())
-            names = {c["id"]: str(c["id"] if by_id else c["name"]) for c in content["categories"]}
+            names = {c["id"]: str(int(c["id"]) + offset if by_id else c["name"]) for c in content["categories"]}
             images = {im["id"]: im["file_name"] for im in content["images"]}
             per_image: dict[Any, list[dict]] = {}
             for mark in content["annotations"]:
@@ -145,7 +149,9 @@ def coco_rows(job: Conversion, options: dict[str, Any]) -> list[Row]:
             for image_id, marks in per_image.items():
                 name = images[image_id]
                 path = by_name(job, base).get(Path(name).name) if options.get("path_search") else root / name
-                if path is None or not path.is_file():
+                if path is None or (path not in placed and not path.is_file()):
+                    if options.get("missing") == "skip":
+                        continue
                     raise job.fail(f"{file.name}: image {name!r} is not in the artefacts")
                 if options.get("mode", "image") == "box":
                     min_box = float(options.get("min_box", 0))
@@ -154,5 +160,7 @@ def coco_rows(job: Conversion, options: dict[str, Any]) -> list[Row]:
                     continue
                 labels = sorted({names[mark["category_id"]] for mark in marks})
                 label: str | list[str] = labels[0] if options.get("first") or len(labels) == 1 else labels
-                rows.append((place(job, path, base), label, split_name))
+                if path not in placed:
+                    placed[path] = place(job, path, base)
+                rows.append((placed[path], label, split_name))
     return rows
