@@ -224,7 +224,7 @@ def fetch_command(
         None, "--from", help="A folder holding the artefacts already: verify and convert, no network."
     ),
     mirror: list[str] = typer.Option(
-        None, "--mirror", help="Base URL tried first for each file: URL/<dataset>/<file>."
+        None, "--mirror", help="Base URL tried first for each file: URL/DATASET/FILE."
     ),
     accept: list[str] = typer.Option(
         None, "--accept-licence", help="Accept this dataset's licence (repeat per dataset)."
