@@ -10,7 +10,7 @@ would use. `$LIFELONG_FETCH_EXTRA_MANIFEST` adds a manifest file while entries a
     file = "coil-20-proc.zip"             # its name in the manifest: .zip, .tar, .tar.gz, .tgz, .gz, .bz2, or plain
     images = ["coil-20-proc/obj1__0.png"]  # members written as tiny images (format from the suffix)
     text = { "coil-20-proc/labels.txt" = "..." }
-    mats = { "data/train.mat" = { X = { shape = [32, 32, 3, 2] }, y = { values = [1, 10] } } }
+    mats = { "data/train.mat" = { X = { shape = [32, 32, 3, 2] }, y = { values = [1, 10] } } }  # strings: a cell array
     idx = { "train-labels-idx1-ubyte" = { values = [3, 1] }, "train-images-idx3-ubyte" = { shape = [2, 28, 28] } }
     h5 = { "x.h5" = { x = { shape = [2, 96, 96, 3] }, y = { values = [0, 1] } } }     # HDF5 (h5py)
     hex = { "data/a.gnt" = "0e000000b0a1020002000102030405" }                         # any bytes, as hex
@@ -75,6 +75,10 @@ def mat_bytes(spec: dict, rng: np.random.Generator) -> bytes:
 
 
 def array_of(spec: dict, rng: np.random.Generator) -> np.ndarray:
+    if "values" in spec and all(isinstance(v, str) for v in spec["values"]):  # a MATLAB cell array of strings
+        cells = np.empty((len(spec["values"]), 1), dtype=object)
+        cells[:, 0] = spec["values"]
+        return cells
     if "values" in spec:
         return np.asarray(spec["values"]).reshape(spec.get("shape", [-1]))
     return rng.integers(0, 256, spec["shape"], dtype=np.uint8)

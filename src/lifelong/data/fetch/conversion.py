@@ -8,6 +8,7 @@ with `unpack_inner = true` the archives found inside);
 from __future__ import annotations
 
 import csv
+import fnmatch
 import io
 import shutil
 from dataclasses import dataclass, field
@@ -53,6 +54,14 @@ class Conversion:
                 unpack_inner(staging)
             staging.rename(target)
         return target
+
+    def find(self, pattern: str) -> list[Path]:
+        """The unpacked files whose path (POSIX, relative to the unpacked root) matches a glob; none is an error."""
+        base = self.unpacked()
+        found = [p for p in data_files(base) if fnmatch.fnmatch(p.relative_to(base).as_posix(), pattern)]
+        if not found:
+            raise self.fail(f"no file in the artefacts matches {pattern!r}")
+        return found
 
     def fail(self, message: str) -> ConversionError:
         return ConversionError(f"{self.dataset}: {message}")

@@ -17,7 +17,8 @@ told from an old conversion.
   layout, from paths, tables, annotations, arrays or record files (converters_tables, converter_table,
   converters_arrays, converters_records); `parts` combines several of
   them; every one takes `group = true` (rows of one image merged into its labels), `min_per_class` (drop
-  smaller classes) and `train_per_class` (the first n images of each class in path order train, the rest test).
+  smaller classes), `train_per_class` (the first n images of each class in path order train, the rest test) and
+  `label_sets = {classes = "glob", matrix = "glob"}` (each class replaced by the columns set in its matrix row).
 - `imagenet`: ILSVRC-2012 from its three files (converters_tables).
 - `copy`: the artefacts themselves (unpacked when `unpack = true`; `strip_top = true` lifts the contents of
   an archive's single top folder): level files, the fact-learning authors' CSVs, side files.
@@ -140,6 +141,8 @@ def finish(job: Conversion, rows: list[Row], options: dict[str, Any]) -> None:
                 raise job.fail(f"{path} is listed in two splits: {seen} and {split}")
             labels.update(label if isinstance(label, list) else [label])
         rows = [(path, sorted(labels), split) for path, (labels, split) in merged.items()]
+    if options.get("label_sets"):
+        rows = expand_label_sets(job, rows, options["label_sets"])
     if options.get("train_per_class"):
         rows = first_per_class_train(job, rows, int(options["train_per_class"]))
     if options.get("min_per_class"):
@@ -148,6 +151,21 @@ def finish(job: Conversion, rows: list[Row], options: dict[str, Any]) -> None:
     if not rows:
         raise job.fail("the conversion found no image")
     write_labels_csv(job.out, rows)
+
+
+def expand_label_sets(job: Conversion, rows: list[Row], spec: dict[str, Any]) -> list[Row]:
+    """Each row's class replaced by the set of labels its class has (AwA2's attributes): `classes` lists
+    "<id> <name>" (1-based ids), `matrix` one row of 0/1 per class id; labels are the 0-based columns set to 1."""
+    (classes,), (matrix,) = job.find(spec["classes"])[:1], job.find(spec["matrix"])[:1]
+    ids = {line.split()[1]: int(line.split()[0]) for line in classes.read_text().splitlines() if line.strip()}
+    table = [line.split() for line in matrix.read_text().splitlines() if line.strip()]
+    out = []
+    for path, label, split in rows:
+        if not isinstance(label, str) or label not in ids or ids[label] > len(table):
+            raise job.fail(f"label_sets: class {label!r} is not in {classes.name} (or has no row in {matrix.name})")
+        row = table[ids[label] - 1]
+        out.append((path, [str(j) for j, v in enumerate(row) if float(v) == 1.0], split))
+    return out
 
 
 def first_per_class_train(job: Conversion, rows: list[Row], n: int) -> list[Row]:

@@ -14,7 +14,8 @@ Each writes PNG files under out/images/ (or lists existing image files) and retu
   by `labels = {file = "glob", key = "labels"}` (indexed by number) or `label_every = 80` ((n - 1) // 80); or
   `mats = [{split = ..., file = "glob", paths = "file_list", labels = "labels"}]` lists the paths and labels
   themselves (under `path_root`); `struct = "annotations"` reads those fields from one struct array, with
-  `split = {field = "test", values = {"0" = "train", "1" = "test"}}` a per-element split.
+  `split = {field = "test", values = {"0" = "train", "1" = "test"}}` a per-element split; `label_matrix = {file,
+  key, above = 0}` in a part makes each path multi-label: the (0-based) columns of its row above the threshold.
 - `text_rows` (`text_rows`): one image per text line: `files = {split = "glob"}`, `format` "dense" (numbers
   separated by `delimiter`, default whitespace; `label` the label's column, default the last, or
   `label_columns = [start, stop]` a one-hot block) or "libsvm" (`label idx:value ...`, 1-based indices), `shape`
@@ -23,23 +24,14 @@ Each writes PNG files under out/images/ (or lists existing image files) and retu
 
 from __future__ import annotations
 
-import fnmatch
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from lifelong.data.fetch.conversion import Conversion, Row, data_files
+from lifelong.data.fetch.conversion import Conversion, Row
 
 IMAGES = "images"
-
-
-def _glob(job: Conversion, pattern: str) -> list[Path]:
-    base = job.unpacked()
-    found = [p for p in data_files(base) if fnmatch.fnmatch(p.relative_to(base).as_posix(), pattern)]
-    if not found:
-        raise job.fail(f"no file in the artefacts matches {pattern!r}")
-    return found
 
 
 def read_arrays(job: Conversion, path: Path, keys: list[str]) -> dict[str, np.ndarray]:
@@ -132,8 +124,8 @@ def array_rows(job: Conversion, options: dict[str, Any]) -> list[Row]:
     ]
     rows: list[Row] = []
     for part in parts:
-        images_file = _glob(job, part["images"]["file"])
-        labels_file = _glob(job, part["labels"]["file"])
+        images_file = job.find(part["images"]["file"])
+        labels_file = job.find(part["labels"]["file"])
         if len(images_file) != len(labels_file):
             raise job.fail(f"{len(images_file)} image files but {len(labels_file)} label files for {part}")
         for image_path, label_path in zip(images_file, labels_file, strict=True):
@@ -171,12 +163,12 @@ def mat_table_rows(job: Conversion, options: dict[str, Any]) -> list[Row]:
     labels_by_number = None
     if "labels" in options and isinstance(options["labels"], dict):
         spec = options["labels"]
-        (file,) = _glob(job, spec["file"])[:1]
+        (file,) = job.find(spec["file"])[:1]
         labels_by_number = _cells(read_arrays(job, file, [spec["key"]])[spec["key"]])
     rows: list[Row] = []
     placed: dict[Path, str] = {}
     for part in options["mats"]:
-        (file,) = _glob(job, part["file"])[:1]
+        (file,) = job.find(part["file"])[:1]
         splits: list[str | None] | None = None
         if part.get("struct"):  # one MATLAB struct array: a field per column (Stanford Cars' annotations)
             record = read_arrays(job, file, [part["struct"]])[part["struct"]]
@@ -196,7 +188,17 @@ def mat_table_rows(job: Conversion, options: dict[str, Any]) -> list[Row]:
                 labels = [(n - 1) // int(options["label_every"]) for n in numbers]
         else:
             paths = [str(p).strip() for p in _cells(arrays[part["paths"]])]  # char matrices pad with blanks
-            labels = _cells(arrays[part["labels"]])
+            labels = _cells(arrays[part["labels"]]) if part.get("labels") else [None] * len(paths)
+        if part.get("label_matrix"):  # multi-label: the columns of each path's row above a threshold
+            spec = part["label_matrix"]
+            (matrix_file,) = job.find(spec["file"])[:1]
+            matrix = read_arrays(job, matrix_file, [spec["key"]])[spec["key"]]
+            if len(matrix) != len(paths):
+                raise job.fail(f"{matrix_file.name}: {len(matrix)} rows for {len(paths)} images")
+            above = float(spec.get("above", 0))
+            labels = [[str(j) for j in np.flatnonzero(np.asarray(row, dtype=float) > above)] for row in matrix]
+        if any(label is None for label in labels):
+            raise job.fail(f"{file.name}: mats entries need labels, label_every or label_matrix")
         root = base / options.get("path_root", ".")
         splits = splits or [part.get("split")] * len(paths)
         for path, label, split in zip(paths, labels, splits, strict=True):
@@ -205,7 +207,8 @@ def mat_table_rows(job: Conversion, options: dict[str, Any]) -> list[Row]:
                 raise job.fail(f"{file.name}: image {path!r} is not in the artefacts")
             if image not in placed:
                 placed[image] = place(job, image, base)
-            rows.append((placed[image], _label_text(label, label_map), split))
+            text = label if isinstance(label, list) else _label_text(label, label_map)
+            rows.append((placed[image], text, split))
     return rows
 
 
@@ -243,7 +246,7 @@ def text_rows(job: Conversion, options: dict[str, Any]) -> list[Row]:
     label_map = options.get("label_map", {})
     rows: list[Row] = []
     for split, pattern in options["files"].items():
-        for file in _glob(job, pattern):
+        for file in job.find(pattern):
             lines = file.read_text(errors="replace").splitlines()[1 if options.get("header") else 0 :]
             for n, line in enumerate(lines, start=1):
                 if not line.strip():

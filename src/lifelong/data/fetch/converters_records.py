@@ -17,7 +17,6 @@
 
 from __future__ import annotations
 
-import fnmatch
 import json
 import struct
 from pathlib import Path
@@ -25,18 +24,10 @@ from typing import Any
 
 import numpy as np
 
-from lifelong.data.fetch.conversion import Conversion, Row, data_files
+from lifelong.data.fetch.conversion import Conversion, Row
 
 IMAGES = "images"
 NORB_TYPES = {0x1E3D4C51: np.float32, 0x1E3D4C53: np.float64, 0x1E3D4C54: np.int32, 0x1E3D4C55: np.uint8}
-
-
-def _glob(job: Conversion, pattern: str) -> list[Path]:
-    base = job.unpacked()
-    found = [p for p in data_files(base) if fnmatch.fnmatch(p.relative_to(base).as_posix(), pattern)]
-    if not found:
-        raise job.fail(f"no file in the artefacts matches {pattern!r}")
-    return found
 
 
 def _save(job: Conversion, pixels: np.ndarray, relative: str) -> str:
@@ -70,7 +61,7 @@ def gnt_records(job: Conversion, path: Path):
 def gnt_rows(job: Conversion, options: dict[str, Any]) -> list[Row]:
     rows: list[Row] = []
     for split, pattern in options["files"].items():
-        for file in sorted(_glob(job, pattern)):
+        for file in sorted(job.find(pattern)):
             for i, (label, pixels) in enumerate(gnt_records(job, file)):
                 pixels = 255 - pixels if options.get("invert", True) else pixels
                 relative = _save(job, pixels, f"{IMAGES}/{split}/{file.stem}/{i:06d}.png")
@@ -98,7 +89,7 @@ def norb_rows(job: Conversion, options: dict[str, Any]) -> list[Row]:
     view = int(options.get("view", 0))
     for part in options["parts"]:
         split = part.get("split")
-        (dat,), (cat,), (info,) = (_glob(job, part[k])[:1] for k in ("dat", "cat", "info"))
+        (dat,), (cat,), (info,) = (job.find(part[k])[:1] for k in ("dat", "cat", "info"))
         images, categories, infos = read_norb(job, dat), read_norb(job, cat), read_norb(job, info)
         if not len(images) == len(categories) == len(infos):
             raise job.fail(f"{dat.name}: {len(images)} pairs, {len(categories)} categories, {len(infos)} infos")
@@ -139,7 +130,7 @@ def coco_rows(job: Conversion, options: dict[str, Any]) -> list[Row]:
     rows: list[Row] = []
     for split, pattern in options["annotations"].items():
         split_name = None if split == "all" else split
-        for file in _glob(job, pattern):
+        for file in job.find(pattern):
             content = json.loads(file.read_text())
             names = {c["id"]: str(int(c["id"]) + offset if by_id else c["name"]) for c in content["categories"]}
             images = {im["id"]: im["file_name"] for im in content["images"]}
