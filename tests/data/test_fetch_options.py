@@ -446,3 +446,17 @@ def test_voc_actions_crop_each_person_box_with_its_flagged_actions(tmp_path):
     assert got == {"2011_1_0.png": (("jumping",), None), "2011_1_1.png": (("jumping", "phoning"), None)}
     first = next(k for k, i in enumerate(data.ids) if i.endswith("2011_1_0.png"))
     np.testing.assert_array_equal(np.asarray(data.images[first]), photo[2:12, 1:11])
+
+
+def test_two_fetches_at_once_keep_their_own_file_name_index(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    def archive(tag: str) -> dict[str, bytes]:
+        members = {f"deep/{tag}/{i}.png": png_bytes(RNG) for i in range(30)}
+        members["list.csv"] = ("path,label\n" + "".join(f"{i}.png,{tag}\n" for i in range(30))).encode()
+        return {f"{tag}.zip": zip_bytes(members)}
+
+    options = {"table": "list.csv", "path_search": True}
+    with ThreadPoolExecutor(2) as pool:
+        done = list(pool.map(lambda tag: convert(tmp_path, archive(tag), "table", options, name=tag), ["a", "b"]))
+    assert [d.class_names for d in done] == [("a",), ("b",)] and all(len(d.ids) == 30 for d in done)

@@ -34,6 +34,7 @@ class Conversion:
     out: Path  # the layout goes here
     options: dict[str, Any] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)  # corrupt archive members left out (skip_bad_members)
+    names: dict[str, Path] = field(default_factory=dict)  # unpacked files by name, for path_search (built once)
 
     def unpacked(self) -> Path:
         """Every artefact unpacked (archives) or copied (single files) into work/unpacked, once."""

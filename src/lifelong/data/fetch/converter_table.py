@@ -149,15 +149,11 @@ def _tables(job: Conversion, base: Path, opts: dict[str, Any]) -> list[tuple[Pat
     return found
 
 
-_BY_NAME: dict[Path, dict[str, Path]] = {}
-
-
 def by_name(job: Conversion, base: Path) -> dict[str, Path]:
-    """Every file of the unpacked artefacts by its name (built once per conversion)."""
-    if base not in _BY_NAME:
-        _BY_NAME.clear()
-        _BY_NAME[base] = {p.name: p for p in data_files(base)}
-    return _BY_NAME[base]
+    """Every file of the unpacked artefacts by its name, built once per conversion (each fetch its own: `--jobs`)."""
+    if not job.names:
+        job.names.update({p.name: p for p in data_files(base)})
+    return job.names
 
 
 def table_rows(job: Conversion, options: dict[str, Any]) -> list[Row]:
