@@ -456,7 +456,7 @@ def test_two_fetches_at_once_keep_their_own_file_name_index(tmp_path):
         members["list.csv"] = ("path,label\n" + "".join(f"{i}.png,{tag}\n" for i in range(30))).encode()
         return {f"{tag}.zip": zip_bytes(members)}
 
-    options = {"table": "list.csv", "path_search": True}
+    options = {"table": "list.csv", "path_search": True, "label": "label"}
     with ThreadPoolExecutor(2) as pool:
         done = list(pool.map(lambda tag: convert(tmp_path, archive(tag), "table", options, name=tag), ["a", "b"]))
     assert [d.class_names for d in done] == [("a",), ("b",)] and all(len(d.ids) == 30 for d in done)
