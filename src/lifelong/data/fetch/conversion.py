@@ -19,6 +19,7 @@ from lifelong.core.files import atomic_write_bytes
 from lifelong.data.fetch.unpack import archive_kind, unpack
 
 LABELS_CSV = "labels.csv"
+IMAGES = "images"  # the folder of out/ that labels.csv converters put images in
 Row = tuple[str, str | list[str], str | None]  # a labels.csv row: image path (relative to out), label(s), split
 
 
@@ -99,3 +100,15 @@ def write_labels_csv(out: Path, rows: list[Row]) -> None:
         cell = ";".join(label) if isinstance(label, list) else label
         writer.writerow([path, cell] + ([split or ""] if with_split else []))
     atomic_write_bytes(out / LABELS_CSV, text.getvalue().encode())
+
+
+def save_png(job: Conversion, pixels: Any, relative: str) -> str:
+    """Write an image array (H, W or H, W, C; a single channel squeezed) as out/<relative>; returns `relative`."""
+    import numpy as np
+    from PIL import Image
+
+    target = job.out / relative
+    target.parent.mkdir(parents=True, exist_ok=True)
+    image = pixels[..., 0] if pixels.ndim == 3 and pixels.shape[-1] == 1 else pixels
+    Image.fromarray(np.ascontiguousarray(image).astype(np.uint8)).save(target)
+    return relative

@@ -29,9 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from lifelong.data.fetch.conversion import Conversion, Row
-
-IMAGES = "images"
+from lifelong.data.fetch.conversion import IMAGES, Conversion, Row, save_png
 
 
 def read_arrays(job: Conversion, path: Path, keys: list[str]) -> dict[str, np.ndarray]:
@@ -59,16 +57,6 @@ def read_arrays(job: Conversion, path: Path, keys: list[str]) -> dict[str, np.nd
         if missing:
             raise job.fail(f"{path.name} has no dataset {missing[0]!r} (has {sorted(f)})")
         return {k: np.asarray(f[k]) for k in keys}
-
-
-def _save_png(job: Conversion, pixels: np.ndarray, relative: str) -> str:
-    from PIL import Image
-
-    target = job.out / relative
-    target.parent.mkdir(parents=True, exist_ok=True)
-    image = pixels[..., 0] if pixels.ndim == 3 and pixels.shape[-1] == 1 else pixels
-    Image.fromarray(np.ascontiguousarray(image).astype(np.uint8)).save(target)
-    return relative
 
 
 def _label_text(value: Any, label_map: dict[str, str]) -> str:
@@ -137,7 +125,7 @@ def array_rows(job: Conversion, options: dict[str, Any]) -> list[Row]:
                 for pixels in images:
                     if count >= len(labels):
                         raise job.fail(f"{image_path.name}: more images than the {len(labels)} labels")
-                    relative = _save_png(job, pixels, f"{folder}/{count:06d}.png")
+                    relative = save_png(job, pixels, f"{folder}/{count:06d}.png")
                     rows.append((relative, _label_text(labels[count], options.get("label_map", {})), split))
                     count += 1
             if count != len(labels):
@@ -253,6 +241,6 @@ def text_rows(job: Conversion, options: dict[str, Any]) -> list[Row]:
                     continue
                 pixels, label = _parse_line(job, line, options, f"{file.name}:{n}")
                 label = label_map.get(label, label)
-                relative = _save_png(job, pixels, f"{IMAGES}/{split}/{file.stem}/{n:06d}.png")
+                relative = save_png(job, pixels, f"{IMAGES}/{split}/{file.stem}/{n:06d}.png")
                 rows.append((relative, label, None if split == "all" else split))
     return rows

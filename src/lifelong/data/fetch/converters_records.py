@@ -24,19 +24,9 @@ from typing import Any
 
 import numpy as np
 
-from lifelong.data.fetch.conversion import Conversion, Row
+from lifelong.data.fetch.conversion import IMAGES, Conversion, Row, save_png
 
-IMAGES = "images"
 NORB_TYPES = {0x1E3D4C51: np.float32, 0x1E3D4C53: np.float64, 0x1E3D4C54: np.int32, 0x1E3D4C55: np.uint8}
-
-
-def _save(job: Conversion, pixels: np.ndarray, relative: str) -> str:
-    from PIL import Image
-
-    target = job.out / relative
-    target.parent.mkdir(parents=True, exist_ok=True)
-    Image.fromarray(np.ascontiguousarray(pixels).astype(np.uint8)).save(target)
-    return relative
 
 
 def gnt_records(job: Conversion, path: Path):
@@ -64,7 +54,7 @@ def gnt_rows(job: Conversion, options: dict[str, Any]) -> list[Row]:
         for file in sorted(job.find(pattern)):
             for i, (label, pixels) in enumerate(gnt_records(job, file)):
                 pixels = 255 - pixels if options.get("invert", True) else pixels
-                relative = _save(job, pixels, f"{IMAGES}/{split}/{file.stem}/{i:06d}.png")
+                relative = save_png(job, pixels, f"{IMAGES}/{split}/{file.stem}/{i:06d}.png")
                 rows.append((relative, label, None if split == "all" else split))
     return rows
 
@@ -95,7 +85,7 @@ def norb_rows(job: Conversion, options: dict[str, Any]) -> list[Row]:
             raise job.fail(f"{dat.name}: {len(images)} pairs, {len(categories)} categories, {len(infos)} infos")
         for i, (pair, category, about) in enumerate(zip(images, categories, infos, strict=True)):
             relative = f"{IMAGES}/{split or 'all'}/instance{int(about[0])}/{i:06d}.png"
-            rows.append((_save(job, pair[view], relative), str(int(category)), split))
+            rows.append((save_png(job, pair[view], relative), str(int(category)), split))
     return rows
 
 

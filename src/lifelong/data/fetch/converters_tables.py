@@ -25,10 +25,9 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-from lifelong.data.fetch.conversion import Conversion, Row, data_files
+from lifelong.data.fetch.conversion import IMAGES, Conversion, Row, data_files
 from lifelong.data.images import is_image_file
 
-IMAGES = "images"
 SPLIT_WORDS = {"train": "train", "training": "train", "trn": "train", "val": "val", "valid": "val"}
 SPLIT_WORDS |= {"validation": "val", "test": "test", "testing": "test", "tst": "test"}
 
