@@ -42,14 +42,45 @@ def mnist_files(seed: int = 0, train: int = 12, test: int = 6) -> tuple[dict[str
     return files, arrays
 
 
-def _tar(members: dict[str, bytes], mode: str = "w:gz") -> bytes:
+def tar_bytes(members: dict[str, bytes], mode: str = "w:gz", links: dict[str, str] | None = None) -> bytes:
+    """A tar archive (gzipped unless `mode` is "w") of the members, plus symbolic links {name: target}."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode=mode) as tf:
         for name, data in members.items():
             info = tarfile.TarInfo(name)
             info.size = len(data)
             tf.addfile(info, io.BytesIO(data))
+        for name, target in (links or {}).items():
+            info = tarfile.TarInfo(name)
+            info.type, info.linkname = tarfile.SYMTYPE, target
+            tf.addfile(info)
     return buffer.getvalue()
+
+
+def fetch_one_off(tmp_path: Path, files: dict[str, bytes], converter: str, options: dict, name: str = "d") -> Path:
+    """Fetch a manifest entry made for the test (the files handed over with --from); the converted folder."""
+    from lifelong.data.fetch import FetchRequest, fetch
+    from lifelong.data.fetch.manifest import Artefact, DatasetEntry
+
+    artefacts = tuple(Artefact(f, sha256=digest(b)) for f, b in files.items())
+    entry = DatasetEntry(
+        name=name, title=name, access="manual", converter=converter, artefacts=artefacts, options=options
+    )
+    return fetch(FetchRequest(entry, tmp_path / "root", from_dir=write_files(tmp_path / f"dl-{name}", files))).path
+
+
+def labels_by_item(data, key=lambda item: Path(item).name) -> dict[str, tuple]:
+    """key(item id) -> (class name, or sorted class names of a multi-label item, official split or None)."""
+    out = {}
+    for i, item in enumerate(data.ids):
+        label = data.labels[i]
+        names = (
+            data.class_names[int(label)]
+            if np.ndim(label) == 0
+            else tuple(sorted(data.class_names[k] for k in np.flatnonzero(label)))
+        )
+        out[key(item)] = (names, None if data.official_split is None else data.official_split[i])
+    return out
 
 
 def cifar10_archive(seed: int = 0, per_batch: int = 4) -> tuple[bytes, np.ndarray, np.ndarray]:
@@ -67,7 +98,7 @@ def cifar10_archive(seed: int = 0, per_batch: int = 4) -> tuple[bytes, np.ndarra
     names = [b"airplane", b"automobile", b"bird", b"cat", b"deer", b"dog", b"frog", b"horse", b"ship", b"truck"]
     members["cifar-10-batches-py/batches.meta"] = pickle.dumps({b"label_names": names}, protocol=2)
     members["cifar-10-batches-py/readme.html"] = b"<html></html>"
-    return _tar(members), np.concatenate(images), np.array(labels)
+    return tar_bytes(members), np.concatenate(images), np.array(labels)
 
 
 def image_folder_zip(seed: int = 0) -> tuple[bytes, dict[str, dict[str, int]]]:
@@ -194,7 +225,7 @@ def oxford_pets_archives(seed: int = 0) -> tuple[dict[str, bytes], dict[str, tup
         lists[split].append(f"{stem} {class_id} {1 + (breed == 'boxer')} {i}")
         truth[stem] = (str(class_id), "train" if split == "trainval" else "test")
     annotations = {f"annotations/{s}.txt": ("\n".join(rows) + "\n").encode() for s, rows in lists.items()}
-    return {"images.tar.gz": _tar(images), "annotations.tar.gz": _tar(annotations)}, truth
+    return {"images.tar.gz": tar_bytes(images), "annotations.tar.gz": tar_bytes(annotations)}, truth
 
 
 def voc_archive(seed: int = 0) -> tuple[bytes, dict[str, tuple[list[str], str]]]:
@@ -215,7 +246,7 @@ def voc_archive(seed: int = 0) -> tuple[bytes, dict[str, tuple[list[str], str]]]
     for s in ("train", "val"):
         ids = [i for i in objects if split[i] == s]
         members[f"VOCdevkit/VOC2007/ImageSets/Main/{s}.txt"] = ("\n".join(ids) + "\n").encode()
-    return _tar(members, "w"), truth
+    return tar_bytes(members, "w"), truth
 
 
 def svhn_mat_files(seed: int = 0, n: int = 5) -> tuple[dict[str, bytes], dict[str, tuple[np.ndarray, np.ndarray]]]:
@@ -248,7 +279,7 @@ def imagenet_archives(seed: int = 0) -> tuple[dict[str, bytes], dict[str, Counte
         Image.fromarray(rng.integers(0, 256, (9, 8, 3), dtype=np.uint8)).save(out, format="JPEG")
         return out.getvalue()
 
-    inner = {f"{w}.tar": _tar({f"{w}_{i}.JPEG": jpeg() for i in range(k + 1)}, "w") for k, w in enumerate(wnids)}
+    inner = {f"{w}.tar": tar_bytes({f"{w}_{i}.JPEG": jpeg() for i in range(k + 1)}, "w") for k, w in enumerate(wnids)}
     truth_wnids = ["n02102040", "n01440764", "n02102040", "n01443537"]
     val = {f"ILSVRC2012_val_{i + 1:08d}.JPEG": jpeg() for i in range(len(truth_wnids))}
     synsets = np.zeros(4, dtype=[("ILSVRC2012_ID", "O"), ("WNID", "O"), ("num_children", "O")])
@@ -264,9 +295,9 @@ def imagenet_archives(seed: int = 0) -> tuple[dict[str, bytes], dict[str, Counte
         ).encode(),
     }
     files = {
-        "ILSVRC2012_img_train.tar": _tar(inner, "w"),
-        "ILSVRC2012_img_val.tar": _tar(val, "w"),
-        "ILSVRC2012_devkit_t12.tar.gz": _tar(devkit),
+        "ILSVRC2012_img_train.tar": tar_bytes(inner, "w"),
+        "ILSVRC2012_img_val.tar": tar_bytes(val, "w"),
+        "ILSVRC2012_devkit_t12.tar.gz": tar_bytes(devkit),
     }
     expected = {"train": Counter({w: k + 1 for k, w in enumerate(wnids)}), "val": Counter(truth_wnids)}
     return files, expected

@@ -7,13 +7,14 @@ options; the checksums are the miniature's), and loads the result through the so
 would use. `$LIFELONG_FETCH_EXTRA_MANIFEST` adds a manifest file while entries are being written.
 
     [[archive]]
-    file = "coil-20-proc.zip"             # its name in the manifest: .zip, .tar, .tar.gz, .tgz, .gz, .bz2, or plain
+    file = "coil-20-proc.zip"             # its name in the manifest: .zip, .tar, .tar.gz, .tgz, .rar, .tar.Z, .gz, .bz2, .Z, or plain
     images = ["coil-20-proc/obj1__0.png"]  # members written as tiny images (format from the suffix)
     text = { "coil-20-proc/labels.txt" = "..." }
     mats = { "data/train.mat" = { X = { shape = [32, 32, 3, 2] }, y = { values = [1, 10] } } }  # strings: a cell array
     idx = { "train-labels-idx1-ubyte" = { values = [3, 1] }, "train-images-idx3-ubyte" = { shape = [2, 28, 28] } }
     h5 = { "x.h5" = { x = { shape = [2, 96, 96, 3] }, y = { values = [0, 1] } } }     # HDF5 (h5py)
     hex = { "data/a.gnt" = "0e000000b0a1020002000102030405" }                         # any bytes, as hex
+    noise = { "package/Images/img1.sdt" = 1048576 }                                   # that many random bytes
     nested = { "inner/n01440764.tar" = { images = ["a.JPEG"] }, "d/t10k-labels-idx1-ubyte.gz" = { idx = {...} } }
     # (an archive or a .gz file inside the artefact, built from the same keys; names ending .gz hold one member)
     [expect]
@@ -39,12 +40,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from archive_writers import compress_bytes, rar_bytes
 from fetch_fixtures import digest
 from PIL import Image
 from support import idx_bytes
 
 from lifelong.data.build import item_groups
 from lifelong.data.fetch import FetchRequest, fetch, load_manifest
+from lifelong.data.fetch.archives_libarchive import MissingLibarchive, libarchive
 from lifelong.data.fetch.manifest import Artefact
 from lifelong.data.sources import detect_source, load_source
 from lifelong.data.splits import split_indices
@@ -100,6 +103,7 @@ def members_of(archive: dict, rng: np.random.Generator, scratch: Path) -> dict[s
     members |= {name: idx_bytes(array_of(spec, rng)) for name, spec in archive.get("idx", {}).items()}
     members |= {name: text.encode() for name, text in archive.get("text", {}).items()}
     members |= {name: bytes.fromhex(text) for name, text in archive.get("hex", {}).items()}
+    members |= {name: rng.bytes(int(size)) for name, size in archive.get("noise", {}).items()}
     members |= {name: mat_bytes(spec, rng) for name, spec in archive.get("mats", {}).items()}
     return members
 
@@ -107,6 +111,15 @@ def members_of(archive: dict, rng: np.random.Generator, scratch: Path) -> dict[s
 def pack(file: str, members: dict[str, bytes]) -> bytes:
     lower = file.lower()
     buffer = io.BytesIO()
+    if lower.endswith((".rar", ".z")):  # written here without it, but only libarchive unpacks them
+        try:
+            libarchive()
+        except MissingLibarchive as exc:
+            pytest.skip(str(exc))
+    if lower.endswith(".rar"):
+        return rar_bytes(members)
+    if file.endswith(".tar.Z"):
+        return compress_bytes(pack(file[:-2], members))
     if lower.endswith(".zip"):
         with zipfile.ZipFile(buffer, "w") as zf:
             for name, data in members.items():
@@ -121,6 +134,8 @@ def pack(file: str, members: dict[str, bytes]) -> bytes:
         (only,) = members.values()  # a single-file artefact: its one member, compressed when the name says so
         if lower.endswith(".gz"):
             return gzip.compress(only, mtime=0)
+        if file.endswith(".Z"):
+            return compress_bytes(only)
         return bz2.compress(only) if lower.endswith(".bz2") else only
     return buffer.getvalue()
 

@@ -10,36 +10,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fetch_fixtures import digest, png_bytes, write_files, zip_bytes
+from fetch_fixtures import fetch_one_off, labels_by_item, png_bytes, zip_bytes
 from PIL import Image
 
-from lifelong.data.fetch import FetchRequest, fetch
-from lifelong.data.fetch.manifest import Artefact, DatasetEntry
 from lifelong.data.sources import load_source
 
 
 def convert(tmp_path: Path, files: dict[str, bytes], converter: str, options: dict, name: str = "d"):
-    artefacts = tuple(Artefact(f, sha256=digest(b)) for f, b in files.items())
-    entry = DatasetEntry(
-        name=name, title=name, access="manual", converter=converter, artefacts=artefacts, options=options
-    )
-    outcome = fetch(FetchRequest(entry, tmp_path / "root", from_dir=write_files(tmp_path / f"dl-{name}", files)))
-    return load_source(f"csv:{outcome.path / 'labels.csv'}")
+    return load_source(f"csv:{fetch_one_off(tmp_path, files, converter, options, name) / 'labels.csv'}")
 
 
-def table(data) -> dict[str, tuple]:
-    """image file name -> (label or sorted labels, split)."""
-    out = {}
-    for i, item in enumerate(data.ids):
-        label = data.labels[i]
-        names = (
-            data.class_names[int(label)]
-            if np.ndim(label) == 0
-            else tuple(sorted(data.class_names[k] for k in np.flatnonzero(label)))
-        )
-        split = None if data.official_split is None else data.official_split[i]
-        out[Path(item).name] = (names, split)
-    return out
+table = labels_by_item
 
 
 RNG = np.random.default_rng(0)

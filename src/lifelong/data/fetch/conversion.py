@@ -1,7 +1,8 @@
 """What every converter works with: the verified artefacts, a scratch folder, the output folder, the options.
 
-`Conversion.unpacked()` unpacks every archive once (with `decompress = true` single .gz/.bz2/.xz files too;
-with `unpack_inner = true` the archives found inside);
+`Conversion.unpacked()` unpacks every archive (tar, zip, rar) once (with `decompress = true` single
+.gz/.bz2/.xz/.Z files too; with `unpack_inner = true` the archives found inside; links between unpacked files
+become files);
 `write_labels_csv` writes the `labels.csv` layout lifelong.data.sources reads (path, label or labels, split).
 """
 
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from lifelong.core.files import atomic_write_bytes
-from lifelong.data.fetch.unpack import archive_kind, unpack
+from lifelong.data.fetch.unpack import ARCHIVES, archive_kind, resolve_links, unpack
 
 LABELS_CSV = "labels.csv"
 IMAGES = "images"  # the folder of out/ that labels.csv converters put images in
@@ -45,7 +46,7 @@ class Conversion:
             shutil.rmtree(staging, ignore_errors=True)
             for name, path in self.artefacts.items():
                 kind = archive_kind(name)
-                if kind in ("tar", "zip") or (kind == "single" and self.options.get("decompress")):
+                if kind in ARCHIVES or (kind == "single" and self.options.get("decompress")):
                     unpack(
                         path, staging, name=name, skipped=self.skipped if self.options.get("skip_bad_members") else None
                     )
@@ -54,6 +55,7 @@ class Conversion:
             staging.mkdir(parents=True, exist_ok=True)
             if self.options.get("unpack_inner"):
                 unpack_inner(staging)
+            resolve_links(staging)  # links inside (VisTex's Reference/ tree) become files; none may leave
             staging.rename(target)
         return target
 
@@ -81,7 +83,7 @@ def data_files(root: Path) -> list[Path]:
 def unpack_inner(folder: Path) -> None:
     """Unpack the archives found inside unpacked archives, in place (each beside itself, then removed), to depth 3."""
     for _ in range(3):
-        inner = [p for p in folder.rglob("*") if p.is_file() and archive_kind(p.name) in ("tar", "zip")]
+        inner = [p for p in folder.rglob("*") if p.is_file() and archive_kind(p.name) in ARCHIVES]
         if not inner:
             return
         for archive in inner:

@@ -10,11 +10,16 @@ a header one shorter than the rows leaves the first column "0"). Options (any of
 - reading: `delimiter` ("," or "whitespace"), `maxsplit` (whitespace only: the last column keeps its blanks),
   `header` (true), `skip_rows`, `comment`, `encoding`.
 - joining: `join = [{table = "glob", on = "0", columns = {"1" = "label"}}]` adds the named columns of another
-  table's row with the same key (`main_on` names the key column of this table when it differs).
-- which rows: `keep = {column = value or [values]}`, `exclude` (a regex on the path cell), `missing = "skip"`.
-- the image: `path` (the column, default "path"), `path_template` ("{}"), `path_root` (the table's folder by
-  default; "/" the root of the unpacked artefacts, or a folder there); `path_search = true` finds the image by
-  its file name anywhere in the artefacts (NIH's images_001..012 folders).
+  table's row with the same key (`main_on` names the key column of this table when it differs; `main_key` a
+  regex whose group `key` takes the key from that cell, e.g. '^(?P<key>[^/]+)/'); `many = true` makes it an
+  inner one-to-many join: one record per matching row of the other table, none when no row matches (DDSM).
+- which rows: `keep = {column = value or [values]}`, `exclude` (a regex on the path cell), `missing = "skip"`,
+  `first_per_image = true` (only the first row of each image in each split counts: pandas' drop_duplicates).
+- the image: `path` (the column, default "path"), `path_sub = ["regex", "replacement"]` (re.sub on the path cell
+  first, e.g. ['^.*/([^/]+/[^/]+)$', 'jpeg/\\1']; exclude, path_label and the image see the result),
+  `path_template` ("{}"), `path_root` (the table's folder by default; "/" the root of the unpacked artefacts, or a
+  folder there); `path_search = true` finds the image by its file name anywhere in the artefacts (NIH's
+  images_001..012 folders).
 - the label: `label` (a column), or `labels` with `labels_separator` (several per row), or `label_columns` (0/1
   or -1/1 columns; `positive` the values that count, ["1", "1.0"]; `one_of = true` for one class per row with
   `none_label` for rows with none), or `path_label` (a regex on the path cell with group `label`, and maybe
@@ -78,15 +83,31 @@ def _find(job: Conversion, base: Path, pattern: str | list[str]) -> list[Path]:
     return found
 
 
-def _joined(job: Conversion, base: Path, spec: dict[str, Any], opts: dict[str, Any]) -> dict[str, dict[str, str]]:
-    """key -> the named columns of a joined table's row."""
+def _joined(job: Conversion, base: Path, spec: dict[str, Any], opts: dict[str, Any]) -> dict[str, list[dict]]:
+    """key -> the named columns of each row of a joined table with that key (the last one only unless `many`)."""
     read = {**{k: opts[k] for k in ("delimiter", "header", "maxsplit", "encoding") if k in opts}, **spec}
-    found: dict[str, dict[str, str]] = {}
+    found: dict[str, list[dict[str, str]]] = {}
     for table in _find(job, base, spec["table"]):
         for line, record in records(job, table, read):
             key = _cell(job, record, spec["on"], f"{table.name}:{line}")
-            found[key] = {new: _cell(job, record, old, f"{table.name}:{line}") for old, new in spec["columns"].items()}
+            columns = {new: _cell(job, record, old, f"{table.name}:{line}") for old, new in spec["columns"].items()}
+            found[key] = [*found.get(key, []), columns] if spec.get("many") else [columns]
     return found
+
+
+def _join_all(job: Conversion, record: dict[str, str], joins: list, where: str) -> list[dict[str, str]]:
+    """The record with each join's columns: one record per matching row for a `many` join (none without one)."""
+    out = [record]
+    for spec, found in joins:
+        cell = _cell(job, record, spec.get("main_on", spec["on"]), where)
+        if spec.get("main_key"):
+            match = re.search(spec["main_key"], cell)
+            if match is None or match.groupdict().get("key") is None:
+                raise job.fail(f"{where}: {cell!r} has no join key (main_key {spec['main_key']!r}, group 'key')")
+            cell = match.group("key")
+        rows = found.get(cell, [] if spec.get("many") else [{}])
+        out = [done | columns for done in out for columns in rows]
+    return out
 
 
 def _label(job: Conversion, record: dict[str, str], opts: dict[str, Any], groups: dict[str, str], where: str):
@@ -164,21 +185,27 @@ def table_rows(job: Conversion, options: dict[str, Any]) -> list[Row]:
     shared = {k: v for k, v in options.items() if k != "tables"}
     rows: list[Row] = []
     placed: dict[Path, str] = {}
+    seen: set[tuple[Path, str | None]] = set()
     for spec in options.get("tables") or [{}]:
         opts = {**shared, **spec}
-        joins = [(j.get("main_on", j["on"]), _joined(job, base, j, opts)) for j in opts.get("join", [])]
+        joins = [(j, _joined(job, base, j, opts)) for j in opts.get("join", [])]
         exclude = re.compile(opts["exclude"]) if opts.get("exclude") else None
         path_label = re.compile(opts["path_label"]) if opts.get("path_label") else None
+        path_sub = opts.get("path_sub")
         for table, local in _tables(job, base, opts):
             root = local.get("path_root")
             folder = table.parent if not root else base if root == "/" else base / root
-            for line, record in records(job, table, local):
-                where = f"{table.name}:{line}"
-                for on, found in joins:
-                    record |= found.get(_cell(job, record, on, where), {})
+            joined = [
+                (f"{table.name}:{line}", one)
+                for line, record in records(job, table, local)
+                for one in _join_all(job, record, joins, f"{table.name}:{line}")
+            ]
+            for where, record in joined:
                 if not _kept(record, local.get("keep", {})):
                     continue
                 cell = _cell(job, record, local.get("path", "path"), where).strip('"')
+                if path_sub:
+                    cell = re.sub(path_sub[0], path_sub[1], cell)
                 if exclude and exclude.search(cell):
                     continue
                 groups = dict(local.get("table_groups", {}))
@@ -192,12 +219,16 @@ def table_rows(job: Conversion, options: dict[str, Any]) -> list[Row]:
                 image = (image or folder / name).resolve()
                 if base not in image.parents:
                     raise job.fail(f"{where}: image path {cell!r} leaves the artefacts")
+                split = _split(job, record, local, groups, where)
+                if local.get("first_per_image"):
+                    if (image, split) in seen:
+                        continue
+                    seen.add((image, split))
                 if image not in placed:
                     if not image.is_file():
                         if local.get("missing") == "skip":
                             continue
                         raise job.fail(f"{where}: image {image.relative_to(base)} is not in the artefacts")
                     placed[image] = place(job, image, base)
-                label = _label(job, record, local, groups, where)
-                rows.append((placed[image], label, _split(job, record, local, groups, where)))
+                rows.append((placed[image], _label(job, record, local, groups, where), split))
     return rows

@@ -18,7 +18,14 @@ told from an old conversion.
   converters_arrays, converters_records); `parts` combines several of
   them; every one takes `group = true` (rows of one image merged into its labels), `min_per_class` (drop
   smaller classes), `train_per_class` (the first n images of each class in path order train, the rest test) and
-  `label_sets = {classes = "glob", matrix = "glob"}` (each class replaced by the columns set in its matrix row).
+  `label_sets = {classes = "glob", matrix = "glob"}` (each class replaced by the columns set in its matrix row),
+  `dedupe = true` (byte-identical images of one class kept once, the first in path order: duplicates).
+- `scores`: images labelled by a score file's values cut into equal-count buckets, as dm_nevis's TID
+  (converters_scores).
+- `counts`: images labelled by count ranges, dm_nevis's buckets (converters_counts); `raw`: headerless raw
+  images labelled from a per-image side file (converters_raw).
+- `pose_bins`: multi-label pose-angle bins from per-image rotation matrices (BIWI); `rotated_idx`: IDX files
+  with one split's images rotated as dm_nevis's MNIST-rot (converters_derived).
 - `imagenet`: ILSVRC-2012 from its three files (converters_tables).
 - `copy`: the artefacts themselves (unpacked when `unpack = true`; `strip_top = true` lifts the contents of
   an archive's single top folder): level files, the fact-learning authors' CSVs, side files.
@@ -35,8 +42,13 @@ from typing import Any
 from lifelong.data.fetch.conversion import Conversion, Row, copy_file, data_files, write_labels_csv
 from lifelong.data.fetch.converter_table import table_rows
 from lifelong.data.fetch.converters_arrays import array_rows, mat_table_rows, text_rows
+from lifelong.data.fetch.converters_counts import count_rows
+from lifelong.data.fetch.converters_derived import convert_rotated_idx, pose_bin_rows
+from lifelong.data.fetch.converters_raw import raw_rows
 from lifelong.data.fetch.converters_records import coco_rows, gnt_rows, norb_rows
+from lifelong.data.fetch.converters_scores import score_rows
 from lifelong.data.fetch.converters_tables import convert_imagenet, pattern_rows, voc_rows
+from lifelong.data.fetch.duplicates import drop_duplicate_images
 
 
 def convert_idx(job: Conversion) -> None:
@@ -128,6 +140,10 @@ ROW_MAKERS: dict[str, Callable[[Conversion, dict[str, Any]], list[Row]]] = {
     "gnt": gnt_rows,
     "norb": norb_rows,
     "coco": coco_rows,
+    "scores": score_rows,
+    "pose_bins": pose_bin_rows,
+    "counts": count_rows,
+    "raw": raw_rows,
 }
 
 
@@ -141,6 +157,8 @@ def finish(job: Conversion, rows: list[Row], options: dict[str, Any]) -> None:
                 raise job.fail(f"{path} is listed in two splits: {seen} and {split}")
             labels.update(label if isinstance(label, list) else [label])
         rows = [(path, sorted(labels), split) for path, (labels, split) in merged.items()]
+    if options.get("dedupe"):
+        rows = drop_duplicate_images(job, rows)
     if options.get("label_sets"):
         rows = expand_label_sets(job, rows, options["label_sets"])
     if options.get("train_per_class"):
@@ -205,8 +223,9 @@ CONVERTERS: dict[str, Callable[[Conversion], None]] = {
     "copy": convert_copy,
     "imagenet": convert_imagenet,
     "parts": convert_parts,
+    "rotated_idx": convert_rotated_idx,
 } | {name: rows_converter(make) for name, make in ROW_MAKERS.items()}
 VERSIONS = dict.fromkeys(CONVERTERS, 1)
 # What the installer checks after a converter ran: the source kind lifelong.data.sources detects in the output.
-DETECTED = {"idx": "idx:", "cifar": "cifar:", "folder": "folder:", "imagenet": "folder:"}
+DETECTED = {"idx": "idx:", "cifar": "cifar:", "folder": "folder:", "imagenet": "folder:", "rotated_idx": "idx:"}
 DETECTED |= dict.fromkeys((*ROW_MAKERS, "parts"), "csv:")
