@@ -7,7 +7,7 @@ options; the checksums are the miniature's), and loads the result through the so
 would use. `$LIFELONG_FETCH_EXTRA_MANIFEST` adds a manifest file while entries are being written.
 
     [[archive]]
-    file = "coil-20-proc.zip"             # its name in the manifest: .zip, .tar, .tar.gz, .tgz, .rar, .tar.Z, .gz, .bz2, .Z, or plain
+    file = "coil-20-proc.zip"             # name in the manifest: .zip .tar .tar.gz .tgz .rar .tar.Z .gz .bz2 .Z, plain
     images = ["coil-20-proc/obj1__0.png"]  # members written as tiny images (format from the suffix)
     text = { "coil-20-proc/labels.txt" = "..." }
     mats = { "data/train.mat" = { X = { shape = [32, 32, 3, 2] }, y = { values = [1, 10] } } }  # strings: a cell array
