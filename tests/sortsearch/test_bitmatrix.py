@@ -150,3 +150,15 @@ def test_npy_rows_reads_slices_only(tmp_path) -> None:
         rows[3]
     with pytest.raises(ValueError, match="contiguous"):
         rows[::2]
+
+
+def test_column_sums_read_straight_into_the_counter_match_numpy(tmp_path):
+    from lifelong.sortsearch.bitmatrix import NpyRows, PackedRows, pack
+
+    rng = np.random.default_rng(5)
+    for m, n in ((1, 64), (70, 640), (33, 129), (300, 128)):  # word-aligned rows (direct reads) and not
+        dense = (rng.random((m, n)) < 0.4).astype(np.uint8)
+        np.save(tmp_path / "p.npy", pack(dense))
+        for rows in (PackedRows(NpyRows(tmp_path / "p.npy"), n), PackedRows(pack(dense), n)):
+            for chunk in (None, 1, 32):
+                assert np.array_equal(rows.column_sums(chunk=chunk), dense.sum(axis=0))

@@ -133,3 +133,16 @@ def test_model_order_most_accurate_first() -> None:
     assert np.array_equal(model_order([0.5, 0.9, 0.5, 0.1]), [1, 2, 0, 3])
     with pytest.raises(ValueError, match="1-D"):
         model_order(np.zeros((2, 2)))
+
+
+def test_ids_in_tie_order_serve_any_smaller_count_after_a_larger_one_and_orders_match_lexsort():
+    from lifelong.sortsearch.sort import descending_order, ids_in_tie_order, tie_keys
+
+    big = ids_in_tie_order(5000)
+    for n in (1, 7, 4096, 5000):
+        assert np.array_equal(ids_in_tie_order(n), np.argsort(tie_keys(n)))
+    assert np.array_equal(ids_in_tie_order(5000), big) and not big.flags.writeable
+    rng = np.random.default_rng(3)
+    for keys in (rng.integers(0, 5, 3000), rng.random(3000), rng.integers(0, 2, 3000).astype(bool)):
+        expected = np.lexsort((tie_keys(keys.size), -keys.astype(np.float64)))
+        assert np.array_equal(descending_order(keys), expected)

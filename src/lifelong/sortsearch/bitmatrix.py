@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 CHUNK_BYTES = 16 * 2**20  # unpacked (dense uint8) bytes per streamed row chunk
-_PACKED_CHUNK_BYTES = 2 * 2**20  # packed bytes per chunk of the bit-sliced column counter
+_PACKED_CHUNK_BYTES = 2**20  # packed bytes per chunk of the bit-sliced column counter (fits in L2 with its tree)
 _WORD = np.dtype(np.uint64)
 
 
@@ -275,7 +275,11 @@ class PackedRows(RowSource):
         return np.unpackbits(self.take_packed(row_indices), axis=1, count=self.shape[1])
 
     def column_sums(self, row_indices: Any = None, chunk: int | None = None) -> np.ndarray:
-        """Number of ones per column, counted on the packed bits with a bit-sliced adder tree (no unpacking)."""
+        """Number of ones per column, counted on the packed bits with a bit-sliced adder tree (no unpacking).
+
+        Whole-matrix counts over word-aligned rows (n a multiple of 64) read each chunk straight into the tree's
+        buffer (no copy per chunk).
+        """
         m, n = self.shape
         nb = packed_width(n)
         words = (nb + 7) // 8
@@ -284,16 +288,49 @@ class PackedRows(RowSource):
         total_rows = m if row_indices is None else self._check_rows(row_indices).size
         # a power of two (the adder tree halves it level by level), no taller than the rows need
         step = min(1 << max(0, int(chunk).bit_length() - 1), 1 << max(0, (total_rows - 1).bit_length()))
-        tree = _AdderTree(step, words)
-        acc = [np.zeros(words, _WORD) for _ in range(int(total_rows).bit_length() + 1)]
-        for _, block in self.scan_packed(step, row_indices):
-            _add_into(acc, tree.count(block, nb))
+        planes = int(total_rows).bit_length() + 1
+        load = self._aligned_loader() if row_indices is None and nb == words * 8 else None
+        if load is not None:
+            acc = _count_chunks(load, [(i0, min(m, i0 + step)) for i0 in range(0, m, step)], step, words, planes)
+        else:
+            tree = _AdderTree(step, words)
+            acc = [np.zeros(words, _WORD) for _ in range(planes)]
+            for _, block in self.scan_packed(step, row_indices):
+                tree.buf[: block.shape[0], :nb] = block
+                _add_into(acc, tree.count(block.shape[0]))
         bits = np.unpackbits(np.stack(acc).view(np.uint8), axis=1, count=n)
         dtype = np.uint16 if len(acc) <= 16 else np.uint32 if len(acc) <= 32 else np.uint64
         counts = np.zeros(n, dtype)
         for level in range(len(acc)):
             counts |= np.left_shift(bits[level], level, dtype=dtype)
         return counts.astype(np.int64)
+
+    def _aligned_loader(self) -> Callable[[int, int, np.ndarray], None] | None:
+        """A function filling a C-contiguous uint8 [rows, packed width] buffer with rows i0..i1, where the storage
+        can do it without an intermediate copy (positioned reads, in-memory arrays); else None."""
+        read_into = getattr(self.packed, "read_into", None)
+        if read_into is not None and getattr(self.packed, "dtype", None) == np.uint8:
+            return read_into
+        if isinstance(self.packed, np.ndarray):
+            packed = self.packed
+
+            def copy(i0: int, i1: int, out: np.ndarray) -> None:
+                out[...] = packed[i0:i1]
+
+            return copy
+        return None
+
+
+def _count_chunks(
+    load: Callable[[int, int, np.ndarray], None], chunks: list[tuple[int, int]], step: int, words: int, planes: int
+) -> list[np.ndarray]:
+    """Bit-sliced column counts (planes, low bit first) of the given row chunks, loaded straight into one tree."""
+    tree = _AdderTree(step, words)
+    acc = [np.zeros(words, _WORD) for _ in range(planes)]
+    for i0, i1 in chunks:
+        load(i0, i1, tree.buf[: i1 - i0])
+        _add_into(acc, tree.count(i1 - i0))
+    return acc
 
 
 class _AdderTree:
@@ -305,11 +342,10 @@ class _AdderTree:
         self.levels = [np.empty((rows >> (level + 1), words), _WORD) for level in range(rows.bit_length() - 1)]
         self.generate = np.empty((max(1, rows // 2), words), _WORD)
 
-    def count(self, block: np.ndarray, nb: int) -> list[np.ndarray]:
-        """Planes (low bit first) of the per-column counts of a packed block; valid until the next call."""
-        c = block.shape[0]
+    def count(self, c: int) -> list[np.ndarray]:
+        """Planes (low bit first) of the per-column counts of the first `c` rows of `buf` (the packed block, padded
+        with zero bytes); valid until the next call."""
         height = 1 << max(0, (c - 1).bit_length())
-        self.buf[:c, :nb] = block
         self.buf[c:height] = 0
         planes = [self.words[:height]]
         level = 0

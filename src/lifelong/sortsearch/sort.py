@@ -7,10 +7,13 @@ dataset's layout (e.g. corrupted copies of one test set stored domain after doma
 in step with the evenly spread positions of uniform sampling and biases the systematic-sample variance of the
 intervals (measured in benchmarks/bench_beyond.py). The key of an id never changes, so the relative order of two
 tied samples survives the benchmark growing. Model orders (models as the columns) follow the same rule.
+The ids in tie-key order are computed once per process for the largest count asked so far (`ids_in_tie_order`): a
+smaller count is the subsequence of ids below it, so later sorts pay only a filter, not a 64-bit argsort.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -38,6 +41,25 @@ def tie_keys(n: int) -> np.ndarray:
     return z ^ (z >> np.uint64(31))
 
 
+_tie_order: np.ndarray = np.zeros(0, np.int32)  # ids 0..N-1 in tie-key order, N the largest count asked so far
+_tie_lock = threading.Lock()
+
+
+def ids_in_tie_order(n: int) -> np.ndarray:
+    """Ids 0..n-1 sorted by their `tie_keys` (read-only). Computed once per process for the largest n asked; a
+    smaller n is the subsequence of ids below n (the key of an id does not depend on n)."""
+    global _tie_order
+    n = int(n)
+    cached = _tie_order
+    if cached.size < n:
+        with _tie_lock:
+            if _tie_order.size < n:  # tie keys are distinct: any sort gives this permutation
+                _tie_order = np.argsort(tie_keys(n)).astype(_index_dtype(n))
+                _tie_order.flags.writeable = False
+            cached = _tie_order
+    return cached if cached.size == n else cached[cached < n]
+
+
 def descending_order(keys: Any) -> np.ndarray:
     """Ids sorted by key, largest first; equal keys in the order of their ids' `tie_keys` (deterministic)."""
     keys = np.asarray(keys)
@@ -45,19 +67,19 @@ def descending_order(keys: Any) -> np.ndarray:
         raise ValueError(f"sort keys must be 1-D; got shape {keys.shape}")
     if keys.size == 0:
         return np.zeros(0, np.int32)
-    first = np.argsort(tie_keys(keys.size))  # tie keys are distinct: any sort gives this permutation
-    keys = keys[first]
+    first = ids_in_tie_order(keys.size)
     if np.issubdtype(keys.dtype, np.integer) or keys.dtype == np.bool_:
-        keys = keys.astype(np.int64)
-        span = int(keys.max()) - int(keys.min())
-        flipped = keys.max() - keys  # ascending sort of max - key = descending key
+        keys = keys.astype(np.int64, copy=False)
+        top = int(keys.max())
+        span = top - int(keys.min())
         dtype = np.uint16 if span < 2**16 else np.uint32 if span < 2**32 else np.uint64
-        order = np.argsort(flipped.astype(dtype), kind="stable")  # radix sort for 16-bit keys
+        flipped = (top - keys).astype(dtype)[first]  # ascending sort of max - key = descending key
+        order = np.argsort(flipped, kind="stable")  # radix sort for 16-bit keys
     else:
         if not np.all(np.isfinite(keys)):
             raise ValueError("sort keys must be finite (found NaN or infinity)")
-        order = np.argsort(-keys.astype(np.float64), kind="stable")
-    return first[order].astype(_index_dtype(keys.size))
+        order = np.argsort(-keys.astype(np.float64)[first], kind="stable")
+    return first[order].astype(_index_dtype(keys.size), copy=False)
 
 
 def sort_by_sum(A: Any, device: Any = None) -> np.ndarray:
