@@ -759,3 +759,9 @@ def build_zoo_cli(
         f"    --samples {out / 'samples.csv'} --models {out / 'models.csv'}",
     ):
         console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+# `lifelong bench compare` lives in its own module (estimators from few samples and their protocol).
+from lifelong.commands.bench_compare import compare  # noqa: E402
+
+bench_app.command("compare")(compare)
