@@ -13,8 +13,9 @@ Stages (each timed, wall and CPU):
    against the column sums of the generated rows. plan_model picks the n' planned samples.
 4. estimate: per batch of the other models, the generated rows are used once for both the n' observed cells and the
    true rows: DP threshold on the observed cells, extrapolated k, predicted rows (the step [1_k 0_{n-k}] scattered
-   through the order) added in one add_models, the observed cells written as facts in one write_rows, and the
-   estimate entries (threshold, sort version, budget) recorded in one record_estimates; scores streamed with
+   through the order) with the observed cells' outcomes in place, added with their observed mask in one add_models
+   (what add_models of the predictions plus write_rows of the facts would store, in one write), and the estimate
+   entries (threshold, sort version, budget) recorded in one record_estimates; scores streamed with
    metrics.step_agreement (no prediction row is built for scoring).
 5. check: store.status() (observed fraction must be exactly the evaluations done / m n), a few rows read back and
    compared with the library's own scatter(predict_rows) path, disk size.
@@ -247,14 +248,36 @@ def model_names(a: int, b: int) -> list[str]:
     return [f"synthetic-model-{i:05d}" for i in range(a, b)]
 
 
-def step_rows_fast(rank: np.ndarray, k: np.ndarray, dense: np.ndarray) -> np.ndarray:
-    """Packed rows, sample order, of the steps [1_k 0_{n-k}] in ranked order: bit j = rank[j] < k (rank = inverse
-    of the order). Equal to scatter(predict_rows(k, n), order); the check stage compares them."""
-    out = np.empty((k.size, packed_width(rank.size)), np.uint8)
-    for i, ki in enumerate(k.tolist()):
-        np.less(rank, ki, out=dense)
-        out[i] = np.packbits(dense)
+def step_rows_fast(order: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """Packed rows, sample order, of the steps [1_k 0_{n-k}] in ranked order: bit j set for j in order[:k]. The
+    steps are nested, so one row grows from the smallest k to the largest, setting each sample's bit once. Equal to
+    scatter(predict_rows(k, n), order); the check stage compares them."""
+    out = np.empty((k.size, packed_width(order.size)), np.uint8)
+    current = np.zeros(out.shape[1], np.uint8)
+    done = 0
+    for i in np.argsort(k, kind="stable").tolist():
+        ki = int(k[i])
+        if ki > done:
+            ids = order[done:ki]
+            np.bitwise_or.at(current, ids >> 3, (0x80 >> (ids & 7)).astype(np.uint8))
+            done = ki
+        out[i] = current
     return out
+
+
+def with_facts(predicted: np.ndarray, sample_ids: np.ndarray, outcomes: np.ndarray) -> np.ndarray:
+    """The observed mask (one packed row) of `sample_ids`, after putting the facts `outcomes` [rows, n'] in place of
+    the predictions of `predicted` (packed rows, changed in place): the cells write_rows(observed=True) would set."""
+    by_id = np.argsort(sample_ids, kind="stable")
+    cols = sample_ids[by_id]
+    byte, bit = cols >> 3, (0x80 >> (cols & 7)).astype(np.uint8)
+    starts = np.flatnonzero(np.r_[True, np.diff(byte) > 0])
+    where, facts = byte[starts], np.bitwise_or.reduceat(bit, starts)
+    ones = np.bitwise_or.reduceat(outcomes[:, by_id].astype(np.uint8) * bit, starts, axis=1)
+    predicted[:, where] = (predicted[:, where] & ~facts) | ones
+    mask = np.zeros(predicted.shape[1], np.uint8)
+    mask[where] = facts
+    return mask
 
 
 def facts_kept(k: np.ndarray, positions: np.ndarray, outcomes: np.ndarray, step: Agreement) -> Agreement:
@@ -363,11 +386,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 plan = plan_model(store, budget)
             rec["sort_version"] = version
 
-        rank = np.empty(n, np.int32)
-        rank[order] = np.arange(n, dtype=np.int32)
         byte = plan.sample_ids >> 3
         shift = (7 - (plan.sample_ids & 7)).astype(np.uint8)
-        dense = np.empty(n, np.bool_)
         k_all = np.zeros(n_eval, np.int64)
         counts = {key: np.zeros(n_eval, np.int64) for key in ("a", "y", "both", "y_facts", "both_facts")}
         entries = 0
@@ -387,16 +407,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 counts["y_facts"][i0:i1], counts["both_facts"][i0:i1] = kept.ones_y, kept.ones_both
                 del rows
                 with clock.op("estimate: predicted rows"):
-                    predicted = step_rows_fast(rank, k, dense)
-                with clock.op("estimate: add_models (predicted rows)"):
-                    ids = store.add_models(model_names(a, b), rows=predicted, observed=False)
+                    predicted = step_rows_fast(order, k)
+                with clock.op("estimate: facts into the rows"):
+                    mask = np.broadcast_to(with_facts(predicted, plan.sample_ids, outcomes), predicted.shape)
+                with clock.op("estimate: add_models (rows + observed mask)"):
+                    ids = store.add_models(model_names(a, b), rows=predicted, observed=mask)
                 assert ids == list(range(a, b)), "model ids must equal generator rows"
-                with clock.op("estimate: write_rows (observed facts)"):
-                    store.write_rows(ids, plan.sample_ids, outcomes, observed=True)
                 with clock.op("estimate: record_estimates (entries)"):
                     store.record_estimates(ids, k, plan.sort_version, METHOD, budget)
                 entries += len(ids)
-                del predicted, outcomes
+                del predicted, outcomes, mask
                 done = b - n_rank
                 if done == n_eval or (done // args.batch) % 10 == 0:
                     print(
@@ -495,14 +515,12 @@ def verify(
     mask = np.packbits(mask)[None, :]
     n_eval = k_all.size
     picks = np.unique(np.linspace(0, n_eval - 1, min(how_many, n_eval)).round().astype(np.int64))
-    rank = np.empty(n, np.int32)
-    rank[order] = np.arange(n, dtype=np.int32)
     for i in picks.tolist():
         model = n_rank + i
         truth = gen.packed_rows(slice(model, model + 1))
         k = k_all[i : i + 1]
         library = scatter(predict_rows(k, n), order)
-        if not np.array_equal(library, step_rows_fast(rank, k, np.empty(n, np.bool_))):
+        if not np.array_equal(library, step_rows_fast(order, k)):
             raise AssertionError(f"model {model}: fast step row differs from scatter(predict_rows)")
         true_dense = np.unpackbits(truth[0], count=n)
         lib_dense = np.unpackbits(library[0], count=n)

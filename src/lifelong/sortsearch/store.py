@@ -35,8 +35,8 @@ Limits: write_rows and write_estimated_row are atomic per chunk, not per call (a
 the cells written, each either old or new; an estimated-row entry is committed only after all its cells). Chunk
 files are not fsynced, so power loss (not process death) is not covered. One BenchStore instance per thread.
 
-Memory: nothing loads the whole matrix. Reads and writes go through zarr chunk by chunk; accuracies() and status()
-stream one chunk at a time. A row costs ceil(n/8) bytes (212 kB at Lifelong-CIFAR10's n = 1,697,682).
+Memory: nothing loads the whole matrix. Reads and writes go through zarr about 64 MB of whole chunks per call
+(`store_cells.READ_BYTES`); accuracies() and status() stream them. A row costs ceil(n/8) bytes (212 kB at n = 1.7M).
 """
 
 from __future__ import annotations
@@ -50,12 +50,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from lifelong.sortsearch.best_estimates import Accuracy, estimated_accuracy, row_intervals
+from lifelong.sortsearch.best_estimates import Accuracy, estimated_accuracy, stored_intervals
 from lifelong.sortsearch.bitmatrix import packed_width
 from lifelong.sortsearch.registry import EstimateInterval, EstimateRecord, ModelRecord, Registry, SortRecord
 from lifelong.sortsearch.store_build import staged_store
+from lifelong.sortsearch.store_cells import all_ones, array_counts, packed_rows, read_packed, row_counts, write_cells
 from lifelong.sortsearch.store_cells import index_array as _index_array
-from lifelong.sortsearch.store_cells import packed_rows, read_packed, row_counts, write_cells
 from lifelong.sortsearch.store_files import (
     ARRAYS,
     LOCK_FILE,
@@ -74,7 +74,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Accuracy", "BenchStore"]
 
-_UNPACKED_BYTES = 16 * 2**20  # dense bytes per chunk of rows unpacked to compute intervals
 _BACKFILL_LOCK_TIMEOUT = 5.0  # seconds an open waits for the write lock to fill in a format-1 store's estimates
 
 
@@ -200,9 +199,10 @@ class BenchStore:
         metadata: Sequence[Mapping[str, Any]] | None = None,
         *,
         rows: np.ndarray | None = None,
-        observed: bool = True,
+        observed: bool | np.ndarray = True,
     ) -> list[int]:
-        """Append models as new rows: all cells unobserved 0, or `rows` (packed [k, ceil(n/8)]) as facts/predictions.
+        """Append models as new rows: all cells unobserved 0, or `rows` (packed [k, ceil(n/8)]) as facts/predictions,
+        or with `observed` a packed mask of rows' shape: facts where it is set, predictions elsewhere.
 
         Registering a model together with its row is one atomic insert: after a kill, either both or neither exist.
         """
@@ -214,6 +214,9 @@ class BenchStore:
             n, m = self._registry.counts()
             if rows is not None:
                 rows = packed_rows(rows, len(names), n, "rows")
+            mask = None if isinstance(observed, bool | np.bool_) else packed_rows(observed, len(names), n, "observed")
+            if mask is not None and rows is None:
+                raise ValueError("an observed mask needs the rows it marks: pass rows too")
             ids = self._registry.insert_models(names, metadata)
             new_m = m + len(names)
             correct, observed_array = self._arrays()
@@ -224,9 +227,12 @@ class BenchStore:
             width = packed_width(n)
             if rows is not None and width:
                 correct[m:new_m, :width] = rows
-                observed_array[m:new_m, :width] = packed_rows(
-                    np.full((len(names), width), 0xFF if observed else 0, dtype=np.uint8), len(names), n, "mask"
-                )
+                if mask is not None:
+                    observed_array[m:new_m, :width] = mask
+                elif observed:
+                    observed_array[m:new_m, :width] = np.broadcast_to(all_ones(1, n), rows.shape)
+                elif capacity > m:  # rows a killed insert may have marked observed; rows beyond capacity read as 0
+                    observed_array[m : min(capacity, new_m), :width] = 0
             elif capacity > m and width:  # rows a killed insert may have written: make them zero before exposing them
                 stale = np.zeros((min(capacity, new_m) - m, width), dtype=np.uint8)
                 correct[m : m + stale.shape[0], :width] = stale
@@ -266,10 +272,7 @@ class BenchStore:
             n, m = self._registry.counts()
             row_id = _index_array([model_id], m, "model")
             predicted = packed_rows(np.asarray(packed_row).reshape(1, -1), 1, n, "packed_row")
-            if sort_version not in {record.version for record in self._registry.sorts()}:
-                raise ValueError(
-                    f"sort version {sort_version} does not exist: sort the store first (`lifelong bench sort`)"
-                )
+            self._check_sort_version(sort_version)
             if not 0 <= threshold <= n or not 0 <= budget <= n or not method:
                 raise ValueError(
                     f"threshold {threshold} and budget {budget} must lie in 0..n = {n}, and method ({method!r}) "
@@ -298,10 +301,7 @@ class BenchStore:
             ids = _index_array(model_ids, m, "model")
             if thresholds.shape != ids.shape:
                 raise ValueError(f"{ids.size} models but {thresholds.size} thresholds: give one threshold per model")
-            if sort_version not in {record.version for record in self._registry.sorts()}:
-                raise ValueError(
-                    f"sort version {sort_version} does not exist: sort the store first (`lifelong bench sort`)"
-                )
+            self._check_sort_version(sort_version)
             if ids.size and (thresholds.min() < 0 or thresholds.max() > n) or not 0 <= budget <= n or not method:
                 raise ValueError(
                     f"thresholds and budget {budget} must lie in 0..n = {n}, and method ({method!r}) must name the "
@@ -311,26 +311,23 @@ class BenchStore:
             self._registry.put_estimates(ids.tolist(), thresholds.tolist(), n, sort_version, method, budget, intervals)
 
     # -- best estimates -----------------------------------------------------------------------------------------
+    def _check_sort_version(self, version: int) -> None:
+        """Raise ValueError unless sort `version` exists."""
+        if version not in {record.version for record in self._registry.sorts()}:
+            raise ValueError(f"sort version {version} does not exist: sort the store first (`lifelong bench sort`)")
+
     def _estimate_intervals(
         self, model_ids: np.ndarray, thresholds: Sequence[int] | np.ndarray, sort_version: int, method: str
     ) -> list[EstimateInterval | None]:
         """Each row's best estimate and interval from its observed cells, ranked by `sort_version`, with threshold k
-        (`best_estimates.row_intervals`), reading a chunk of rows at a time; None for every row where the sort covers
-        more samples than the store holds."""
+        (`best_estimates.stored_intervals`), reading a few MB of rows at a time; None for every row where the sort
+        covers more samples than the store holds."""
         order = self.load_sort(sort_version)
         n, _ = self._registry.counts()
-        n_e, width = order.size, packed_width(order.size)
-        if n_e == 0 or n_e > n:
+        if order.size == 0 or order.size > n:
             return [None] * len(model_ids)
-        step = max(1, _UNPACKED_BYTES // n_e)
-        thresholds = np.asarray(thresholds, np.int64)
-        out: list[EstimateInterval | None] = []
-        for i0 in range(0, len(model_ids), step):
-            chunk = np.asarray(model_ids[i0 : i0 + step], np.int64)
-            correct = np.unpackbits(self._read(0, chunk, n)[:, :width], axis=1, count=n_e)
-            seen = np.unpackbits(self._read(1, chunk, n)[:, :width], axis=1, count=n_e)
-            out += row_intervals(correct, seen, order, thresholds[i0 : i0 + step], method)
-        return out
+        ids = np.asarray(model_ids, np.int64)
+        return list(stored_intervals(self._arrays(), ids, n, self._chunks(), order, thresholds, method))
 
     def _fill_in_intervals(self) -> None:
         """Give estimated rows without a best estimate (written by format 1) theirs, once; best effort on open.
@@ -470,7 +467,7 @@ class BenchStore:
     def status(self) -> dict[str, Any]:
         """n, m, observed fraction of the whole matrix (streamed), number of estimated rows, latest sort version."""
         n, m = self._registry.counts()
-        observed = int(row_counts(self._arrays(), np.arange(m), n, self._chunks())[1].sum()) if n and m else 0
+        observed = int(array_counts(self._arrays()[1], np.arange(m), n, self._chunks()).sum()) if n and m else 0
         sorts = self._registry.sorts()
         return {
             "n": n,

@@ -49,9 +49,19 @@ def create_arrays(folder: Path, chunk_models: int, chunk_samples: int) -> None:
 
 
 def open_arrays(path: Path) -> tuple[zarr.Array, zarr.Array]:
-    """The correct and observed arrays of the store at `path`, opened fresh (another process may have resized them)."""
-    correct, observed = (zarr.open_array(path / f"{name}.zarr", mode="r+") for name in ARRAYS)
+    """The correct and observed arrays of the store at `path`, opened fresh (another process may have resized them).
+
+    They write every chunk they are given, all-zero ones included (zarr's `write_empty_chunks`): zarr's check
+    for an all-fill chunk costs more than encoding the chunk (an all-zero chunk is a file of a few dozen bytes,
+    read back as zeros as a missing one is)."""
+    correct, observed = (_writing_empty(zarr.open_array(path / f"{name}.zarr", mode="r+")) for name in ARRAYS)
     return correct, observed
+
+
+def _writing_empty(array: zarr.Array) -> zarr.Array:
+    """`array` with write_empty_chunks set, where this zarr has `Array.with_config` (else as it is: slower)."""
+    with_config = getattr(array, "with_config", None)
+    return array if with_config is None else with_config({"write_empty_chunks": True})
 
 
 def permutation_problem(order: np.ndarray, n: int) -> str | None:
