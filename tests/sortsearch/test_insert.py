@@ -150,3 +150,28 @@ def test_an_estimate_carries_over_to_samples_added_later(tmp_path):
     assert after.kind == "estimated"
     assert after.accuracy == pytest.approx((before.accuracy * 400 + later) / 460)
     assert after.high - after.low == pytest.approx((before.high - before.low) * 400 / 460)
+
+
+def test_the_default_plan_and_estimate_are_the_lifelong_estimators_on_the_ranking_models(tmp_path):
+    from lifelong.sortsearch.estimators.base import EstimationTask
+    from lifelong.sortsearch.estimators.ours import Lifelong
+
+    truth = planted()
+    store = store_with(tmp_path, truth, ranking=25)
+    sort_store(store)
+    plan = plan_model(store, 40)
+    assert plan.sampling == "lifelong"
+    domains = np.unique(store.sample_domains(), return_inverse=True)[1]
+    direct = Lifelong().plan(EstimationTask(truth[:25], 40, groups=domains))  # dense rows, the same sources
+    assert sorted(plan.sample_ids.tolist()) == sorted(direct.items.tolist())
+    order = store.load_sort(plan.sort_version)
+    rank = np.empty(order.size, np.int64)
+    rank[order] = np.arange(order.size)
+    assert np.array_equal(plan.positions, np.sort(rank[plan.sample_ids]))
+    model_id, estimate = add_model(store, "new", plan, truth[30, plan.sample_ids])
+    expected = direct.estimate(truth[30, direct.items][None, :])
+    acc = store.accuracies([model_id])[model_id]
+    assert estimate == pytest.approx(expected.accuracy[0]) and acc.accuracy == pytest.approx(expected.accuracy[0])
+    assert (acc.low, acc.high) == pytest.approx((expected.low[0], expected.high[0]))
+    assert acc.low <= acc.accuracy <= acc.high and store.estimates()[model_id].method == "lifelong"
+    assert store.check() == []

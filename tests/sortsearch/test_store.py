@@ -227,7 +227,7 @@ def _estimated_store(path):
     for i in range(8):
         add_full_model(store, f"rank{i}", truth[i])
     sort_store(store)
-    plan = plan_model(store, 16)
+    plan = plan_model(store, 16, sampling="uniform")  # the step's interval, recomputed from cells on migration
     model_id, _ = add_model(store, "new", plan, truth[8, plan.sample_ids])
     return store, model_id
 

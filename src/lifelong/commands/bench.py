@@ -308,7 +308,10 @@ def plan_model_cli(
     store: Path = typer.Argument(..., help="The store."),
     budget: int = typer.Option(..., "--budget", metavar="N", min=1, help="n': samples to evaluate the new model on."),
     sampling: str = typer.Option(
-        "uniform", "--sampling", metavar="uniform|random", help="Spread evenly over the sort, or drawn at random."
+        "lifelong",
+        "--sampling",
+        metavar="lifelong|uniform|random",
+        help="The toolkit's estimator's plan, or Sort & Search's: spread evenly over the sort, or at random.",
     ),
     seed: int = typer.Option(0, "--seed", metavar="N", min=0, help="Seed of --sampling random."),
 ) -> None:
@@ -340,7 +343,9 @@ def add_model_cli(
         min=1,
         help="n' the plan used (default: the CSV's rows; a .npy without it is a full row).",
     ),
-    sampling: str = typer.Option("uniform", "--sampling", metavar="uniform|random", help="The sampling the plan used."),
+    sampling: str = typer.Option(
+        "lifelong", "--sampling", metavar="lifelong|uniform|random", help="The plan used (see plan-model)."
+    ),
     seed: int = typer.Option(0, "--seed", metavar="N", min=0, help="The seed the plan used."),
 ) -> None:
     """Add a model from its observed correctness: on the planned samples (estimated row), or on all samples."""

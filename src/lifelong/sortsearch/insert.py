@@ -1,10 +1,13 @@
 """Growing a benchmark: sort it, then add models (evaluated on n' samples) and samples (on m' models).
 
-A new model is evaluated on n' samples spread uniformly (or at random) over the current ranked order; the DP
-threshold of its outcomes, extrapolated to all n samples, predicts the rest of its row (spec section 3). Each
-estimated model's accuracy is the best estimate of `intervals` (the threshold's k/n corrected by the step's mean
-error on the evaluated samples) with its 95% interval, kept in the registry (`BenchStore.accuracies`; coverage
-measured in benchmarks/bench_beyond.py); the threshold's k/n stays available as `threshold_accuracy`. A new sample
+A new model is evaluated on n' samples: by default those the toolkit's estimator plans (`estimators.ours`,
+`lifelong`: domain x difficulty strata, with the latest sort's ranking models as its sources), or spread uniformly
+(or at random) over the current ranked order (`sampling="uniform"|"random"`, Sort & Search's plan). The DP
+threshold of its outcomes along the order, extrapolated to all n samples, predicts the rest of its row (spec
+section 3). Each estimated model's accuracy is its estimator's best estimate with its 95% interval, kept in the
+registry (`BenchStore.accuracies`): `lifelong`'s, or for Sort & Search's plans the threshold's k/n corrected by
+the step's mean error (`intervals`; coverage measured in benchmarks/bench_beyond.py); the threshold's k/n stays
+available as `threshold_accuracy`. A new sample
 is evaluated on m' models spread over the models ranked most-accurate first; the DP threshold of those outcomes
 predicts which of the other models get it right. Every evaluated cell is stored as an observation and every other
 cell of the new row or column as an estimate, so each accuracy says how much of it is fact.
@@ -18,12 +21,18 @@ from typing import Any
 
 import numpy as np
 
+from lifelong.core.suggest import did_you_mean
 from lifelong.sortsearch.bitmatrix import PackedRows
+from lifelong.sortsearch.estimators.base import EstimationTask
+from lifelong.sortsearch.estimators.ours import Lifelong
+from lifelong.sortsearch.registry import EstimateInterval
 from lifelong.sortsearch.search import dp_threshold, extrapolate, predict_rows, sample_positions, scatter
 from lifelong.sortsearch.sort import descending_order, model_order
 from lifelong.sortsearch.store import BenchStore
 
 ROWS_PER_CHUNK = 256
+ESTIMATOR = "lifelong"  # the default plan: the toolkit's estimator (`lifelong bench compare` measures it)
+SAMPLINGS = (ESTIMATOR, "uniform", "random")
 
 
 def fully_observed_models(store: BenchStore) -> np.ndarray:
@@ -55,8 +64,14 @@ class ModelPlan:
     sampling: str
 
 
-def plan_model(store: BenchStore, budget: int, *, sampling: str = "uniform", seed: int = 0) -> ModelPlan:
-    """The n' = `budget` sample ids to evaluate a new model on, spread over the latest sort."""
+def plan_model(store: BenchStore, budget: int, *, sampling: str = ESTIMATOR, seed: int = 0) -> ModelPlan:
+    """The n' = `budget` sample ids to evaluate a new model on: the `lifelong` estimator's plan (default), or spread
+    over the latest sort ("uniform", "random")."""
+    if sampling not in SAMPLINGS:
+        raise ValueError(
+            f"unknown sampling method {sampling!r}{did_you_mean(str(sampling), SAMPLINGS)}; choose one of "
+            f"{', '.join(SAMPLINGS)}"
+        )
     version, order = store.latest_sort()
     n = store.size()[0]
     if order.size != n:
@@ -64,8 +79,25 @@ def plan_model(store: BenchStore, budget: int, *, sampling: str = "uniform", see
             f"sort version {version} covers {order.size} samples but the store has {n}: "
             "re-sort (`lifelong bench sort`) after adding samples"
         )
+    if not 1 <= int(budget) <= n:
+        raise ValueError(f"the budget n'={budget} must lie in [1, n={n}]; lower it or add samples")
+    if sampling == ESTIMATOR:
+        rank = np.empty(n, np.int64)
+        rank[order] = np.arange(n)
+        positions = np.sort(rank[_estimator_plan(store, version, budget).items])
+        return ModelPlan(version, positions, order[positions].astype(np.int64), sampling)
     positions = sample_positions(order.size, budget, sampling, seed)
     return ModelPlan(version, positions, order[positions].astype(np.int64), sampling)
+
+
+def _estimator_plan(store: BenchStore, version: int, budget: int) -> Any:
+    """`lifelong`'s plan from the store: sources = sort `version`'s ranking models (bit-packed rows), groups = the
+    samples' domains; the same store state and budget always give the same plan."""
+    (record,) = [r for r in store.sorts() if r.version == version]
+    n = store.size()[0]
+    sources = PackedRows(store.read_rows(np.asarray(record.ranking_models, np.int64)), n)
+    groups = np.unique(store.sample_domains(), return_inverse=True)[1]
+    return Lifelong().plan(EstimationTask(sources, budget, groups=groups))
 
 
 def add_model(
@@ -87,10 +119,23 @@ def add_model(
     n = order.size
     k = int(extrapolate(dp_threshold(outcomes[None, :])[0:1], plan.positions, n)[0])
     row = scatter(predict_rows([k], n), order)
+    intervals = None
+    if plan.sampling == ESTIMATOR:  # the estimator's own best estimate and interval
+        planned = _estimator_plan(store, plan.sort_version, plan.sample_ids.size)
+        where = {sample: i for i, sample in enumerate(plan.sample_ids.tolist())}
+        est = planned.estimate(outcomes[[where[sample] for sample in planned.items.tolist()]][None, :])
+        facts = np.unpackbits(row, axis=1, count=n)[0]  # the stored row: the step, then the facts over it
+        facts[plan.sample_ids] = outcomes
+        intervals = [
+            EstimateInterval(
+                float(est.accuracy[0]), float(est.low[0]), float(est.high[0]), 0.95, ESTIMATOR, int(facts.sum())
+            )
+        ]
     # model and predicted row in one atomic insert, then the facts, then the estimate entry (committed last)
     (model_id,) = store.add_models([name], [dict(metadata or {})], rows=row, observed=False)
     store.write_rows([model_id], plan.sample_ids, outcomes[None, :], observed=True)
-    store.record_estimates([model_id], [k], plan.sort_version, "dp-" + plan.sampling, plan.sample_ids.size)
+    method = ESTIMATOR if plan.sampling == ESTIMATOR else "dp-" + plan.sampling
+    store.record_estimates([model_id], [k], plan.sort_version, method, plan.sample_ids.size, intervals)
     return model_id, store.accuracies([model_id])[model_id].accuracy
 
 
@@ -100,7 +145,7 @@ def evaluate_model(
     predict_correct: Callable[[np.ndarray], np.ndarray],
     budget: int,
     *,
-    sampling: str = "uniform",
+    sampling: str = ESTIMATOR,
     seed: int = 0,
     metadata: Mapping[str, Any] | None = None,
 ) -> tuple[int, float]:

@@ -273,6 +273,10 @@ class Registry:
                 args.append(value)
         return np.fromiter((row[0] for row in self._con.execute(query + " ORDER BY id", args)), dtype=np.int64)
 
+    def sample_domains(self) -> list[str]:
+        """Every sample's domain, in id order."""
+        return [row[0] for row in self._con.execute("SELECT domain FROM samples ORDER BY id")]
+
     # -- models -------------------------------------------------------------------------------------------------
     def insert_models(self, names: Sequence[str], metadata: Sequence[Mapping[str, Any]]) -> list[int]:
         """Append models as rows m..m+k-1 and raise m (inside a transaction); refuse duplicate names."""

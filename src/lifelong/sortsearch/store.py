@@ -291,10 +291,12 @@ class BenchStore:
         sort_version: int,
         method: str,
         budget: int,
+        intervals: Sequence[EstimateInterval] | None = None,
     ) -> None:
         """Register estimates for rows whose predicted cells are already stored (e.g. given to `add_models` with
         observed=False): one transaction for any number of models, so inserting many models stays fast. Each row's
-        best estimate and interval are computed from its observed cells, in the order of `sort_version`."""
+        best estimate and interval are computed from its observed cells, in the order of `sort_version`, unless an
+        estimator gives them (`intervals`, one per model)."""
         thresholds = np.asarray(thresholds, dtype=np.int64)
         with self._writing(), self._registry.transaction():
             n, m = self._registry.counts()
@@ -307,7 +309,10 @@ class BenchStore:
                     f"thresholds and budget {budget} must lie in 0..n = {n}, and method ({method!r}) must name the "
                     "estimator"
                 )
-            intervals = self._estimate_intervals(ids, thresholds, sort_version, method)
+            if intervals is None:
+                intervals = self._estimate_intervals(ids, thresholds, sort_version, method)
+            elif len(intervals) != ids.size:
+                raise ValueError(f"{ids.size} models but {len(intervals)} estimates: give one per model")
             self._registry.put_estimates(ids.tolist(), thresholds.tolist(), n, sort_version, method, budget, intervals)
 
     # -- best estimates -----------------------------------------------------------------------------------------
@@ -396,6 +401,10 @@ class BenchStore:
             else:
                 result[model] = Accuracy(row, "mixed", observed / n, row_accuracy=row)
         return result
+
+    def sample_domains(self) -> list[str]:
+        """Every sample's domain, in id order."""
+        return self._registry.sample_domains()
 
     def sample_ids(self, *, source: str | None = None, domain: str | None = None) -> np.ndarray:
         """Ids (= column indices, int64) of all samples, or of those from one source and/or domain."""
