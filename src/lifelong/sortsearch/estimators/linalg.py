@@ -26,9 +26,13 @@ def check_source(source: np.ndarray) -> np.ndarray:
     """The source models' rows, or an error in plain words when they hold values other than 0/1."""
     if source.shape[0] < 2:
         raise ValueError(f"a regression estimator needs at least 2 source models; got {source.shape[0]}")
-    if source.dtype == np.bool_:
+    if source.dtype == np.bool_ or not source.size:
         return source
-    if source.size and (source.min() < 0 or source.max() > 1 or not np.isin(source, (0, 1)).all()):
+    if np.issubdtype(source.dtype, np.unsignedinteger):  # a max of 1 says it all, without a [m, n] temporary
+        wrong = source.max() > 1
+    else:
+        wrong = source.min() < 0 or source.max() > 1 or not np.array_equal(source, source.astype(bool))
+    if wrong:
         raise ValueError("the source models' rows must hold 0 (wrong) or 1 (correct) only")
     return source
 
