@@ -16,7 +16,7 @@ cell of the new row or column as an estimate, so each accuracy says how much of 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -62,6 +62,7 @@ class ModelPlan:
     positions: np.ndarray
     sample_ids: np.ndarray
     sampling: str
+    fitted: Any = field(default=None, compare=False, repr=False)  # the estimator's plan, so add_model reuses it
 
 
 def plan_model(store: BenchStore, budget: int, *, sampling: str = ESTIMATOR, seed: int = 0) -> ModelPlan:
@@ -84,8 +85,9 @@ def plan_model(store: BenchStore, budget: int, *, sampling: str = ESTIMATOR, see
     if sampling == ESTIMATOR:
         rank = np.empty(n, np.int64)
         rank[order] = np.arange(n)
-        positions = np.sort(rank[_estimator_plan(store, version, budget).items])
-        return ModelPlan(version, positions, order[positions].astype(np.int64), sampling)
+        fitted = _estimator_plan(store, version, budget)
+        positions = np.sort(rank[fitted.items])
+        return ModelPlan(version, positions, order[positions].astype(np.int64), sampling, fitted)
     positions = sample_positions(order.size, budget, sampling, seed)
     return ModelPlan(version, positions, order[positions].astype(np.int64), sampling)
 
@@ -121,7 +123,9 @@ def add_model(
     row = scatter(predict_rows([k], n), order)
     intervals = None
     if plan.sampling == ESTIMATOR:  # the estimator's own best estimate and interval
-        planned = _estimator_plan(store, plan.sort_version, plan.sample_ids.size)
+        planned = (
+            plan.fitted if plan.fitted is not None else _estimator_plan(store, plan.sort_version, plan.sample_ids.size)
+        )
         where = {sample: i for i, sample in enumerate(plan.sample_ids.tolist())}
         est = planned.estimate(outcomes[[where[sample] for sample in planned.items.tolist()]][None, :])
         facts = np.unpackbits(row, axis=1, count=n)[0]  # the stored row: the step, then the facts over it

@@ -37,14 +37,20 @@ def check_source(source: np.ndarray) -> np.ndarray:
     return source
 
 
+def subsample_indices(size: int, limit: int | None, rng: np.random.Generator) -> np.ndarray:
+    """All of range(size), or a sorted random `limit` of them (drawn without replacement)."""
+    if limit is None or size <= limit:
+        return np.arange(size)
+    return np.sort(rng.choice(size, size=int(limit), replace=False))
+
+
 def subsample_rows(source: np.ndarray, max_models: int | None, rng: np.random.Generator) -> np.ndarray:
     """All source rows, or `max_models` of them drawn uniformly without replacement (in their order)."""
-    m = source.shape[0]
-    if max_models is None or max_models >= m:
+    if max_models is None or max_models >= source.shape[0]:
         return source
     if max_models < 2:
         raise ValueError(f"max_models must be at least 2; got {max_models}")
-    return source[np.sort(rng.choice(m, size=int(max_models), replace=False))]
+    return source[subsample_indices(source.shape[0], max_models, rng)]
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import time
 import tracemalloc
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -212,10 +212,3 @@ def run_comparison(
                 if on_record is not None:
                     on_record(record)
     return records
-
-
-def pending(splits: Sequence[Split], budgets: Sequence[int], methods: Sequence[str]) -> Iterator[tuple]:
-    for split in splits:
-        for budget in budgets:
-            for method in methods:
-                yield split.kind, split.seed, int(budget), method

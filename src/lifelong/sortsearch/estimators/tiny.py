@@ -35,18 +35,11 @@ from lifelong.sortsearch.estimators.irt_multi import (
     mirt_abilities,
     mirt_probabilities,
 )
-from lifelong.sortsearch.estimators.linalg import check_source
+from lifelong.sortsearch.estimators.linalg import check_source, subsample_indices
 
 ITEM_CHOICES = ("anchor-irt", "anchor", "random")
 PAPER_DIMS = (2, 5, 10, 15)  # the paper's code's candidate dimensions
 _KMEANS_TRIALS = 5  # the paper's code keeps the best of 5 k-means runs
-
-
-def _subsample(size: int, limit: int | None, rng: np.random.Generator) -> np.ndarray:
-    """All of range(size), or a sorted random `limit` of them."""
-    if limit is None or size <= limit:
-        return np.arange(size)
-    return np.sort(rng.choice(size, size=int(limit), replace=False))
 
 
 def _split_groups(counts: np.ndarray, budget: int) -> np.ndarray:
@@ -83,7 +76,7 @@ def anchor_items(
     """
     source = np.asarray(source)
     n, k = source.shape[1], int(budget)
-    rows = _subsample(source.shape[0], max_models, rng)
+    rows = subsample_indices(source.shape[0], max_models, rng)
     packed = np.packbits(source[rows].astype(bool), axis=0).T  # [n, bytes]: one key per item's column
     keys = np.ascontiguousarray(packed).view(np.dtype((np.void, packed.shape[1])))[:, 0]
     _, first, inverse, counts = np.unique(keys, return_index=True, return_inverse=True, return_counts=True)
@@ -100,7 +93,7 @@ def anchor_items(
                 weights.append(part.size / n)
         return np.array(items, np.int64), np.array(weights)
     X = (source[rows][:, first].T if embedding is None else np.asarray(embedding)[first]).astype(np.float64)
-    fit_on = _subsample(first.size, max_items, rng)
+    fit_on = subsample_indices(first.size, max_items, rng)
     km = KMeans(n_clusters=k, n_init=_KMEANS_TRIALS, random_state=int(rng.integers(2**31 - 1)))
     km.fit(X[fit_on], sample_weight=counts[fit_on])
     labels = km.predict(X)
@@ -179,8 +172,8 @@ def irt_model(
     if key in _FITS:
         return _FITS[key]
     rng = np.random.default_rng([int(seed), 0x1127])
-    rows = source[_subsample(source.shape[0], max_models, rng)]
-    cols = _subsample(source.shape[1], max_items, rng)
+    rows = source[subsample_indices(source.shape[0], max_models, rng)]
+    cols = subsample_indices(source.shape[1], max_items, rng)
     dim, error = choose_dimension(rows[:, cols], tuple(dims))
     fit = fit_mirt(rows[:, cols], dim)
     if cols.size < source.shape[1]:
