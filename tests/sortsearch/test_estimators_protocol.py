@@ -12,7 +12,6 @@ from typer.testing import CliRunner
 
 from lifelong.cli import app
 from lifelong.sortsearch.estimators.base import EstimationTask, check_observed, estimator, estimator_names
-from lifelong.sortsearch.estimators.ours import stratified_sample
 from lifelong.sortsearch.estimators.protocol import Split, make_splits, read_records, run_comparison, run_one
 from lifelong.sortsearch.estimators.scoring import paired, summarize
 from lifelong.sortsearch.search import dp_threshold, extrapolate, sample_positions
@@ -66,15 +65,6 @@ def test_plain_estimators_are_the_means_and_thresholds_computed_by_hand():
 def test_random_mean_is_exact_with_a_zero_width_interval_when_every_sample_is_evaluated():
     est = estimator("random-mean").plan(EstimationTask(A[:90], A.shape[1])).estimate(A[90:][:, np.arange(A.shape[1])])
     assert np.allclose(est.accuracy, A[90:].mean(axis=1)) and np.allclose(est.low, est.high)
-
-
-def test_stratified_sample_allocates_by_domain_size_and_takes_slice_middles():
-    sums = np.arange(100)[::-1].copy()  # sample j is the (j)-th easiest
-    groups = np.repeat([0, 1], [75, 25])
-    items, strata = stratified_sample(sums, groups, 8)
-    assert np.bincount(strata).tolist() == [6, 2] and len(set(items.tolist())) == 8
-    expected = [int((i + 0.5) * 75 // 6) for i in range(6)] + [75 + int((i + 0.5) * 25 // 2) for i in range(2)]
-    assert sorted(items.tolist()) == sorted(expected)
 
 
 def test_lifelong_beats_the_random_sample_mean_where_outcomes_follow_the_models_and_its_intervals_cover():

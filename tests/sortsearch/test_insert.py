@@ -161,8 +161,7 @@ def test_the_default_plan_and_estimate_are_the_lifelong_estimators_on_the_rankin
     sort_store(store)
     plan = plan_model(store, 40)
     assert plan.sampling == "lifelong"
-    domains = np.unique(store.sample_domains(), return_inverse=True)[1]
-    direct = Lifelong().plan(EstimationTask(truth[:25], 40, groups=domains))  # dense rows, the same sources
+    direct = Lifelong().plan(EstimationTask(truth[:25], 40))  # dense rows, the same sources
     assert sorted(plan.sample_ids.tolist()) == sorted(direct.items.tolist())
     order = store.load_sort(plan.sort_version)
     rank = np.empty(order.size, np.int64)
@@ -174,4 +173,27 @@ def test_the_default_plan_and_estimate_are_the_lifelong_estimators_on_the_rankin
     assert estimate == pytest.approx(expected.accuracy[0]) and acc.accuracy == pytest.approx(expected.accuracy[0])
     assert (acc.low, acc.high) == pytest.approx((expected.low[0], expected.high[0]))
     assert acc.low <= acc.accuracy <= acc.high and store.estimates()[model_id].method == "lifelong"
+    assert store.check() == []
+
+
+def test_the_estimators_plan_is_fitted_once_per_sort_and_budget_and_refitted_when_its_file_is_bad(
+    tmp_path, monkeypatch
+):
+    from lifelong.sortsearch import plan_cache
+
+    truth = planted()
+    store = store_with(tmp_path, truth, ranking=25)
+    sort_store(store)
+    fits = []
+    first = plan_model(store, 40)
+    version = first.sort_version
+    path = plan_cache.plan_path(store.path, version, 40)
+    assert path.is_file()
+    monkeypatch.setattr("lifelong.sortsearch.insert.Lifelong.plan", lambda *a: fits.append(1) or 1 / 0)
+    again = plan_model(store, 40)  # read from the file: no fit
+    assert fits == [] and np.array_equal(again.sample_ids, first.sample_ids)
+    path.write_bytes(b"not a plan")
+    with pytest.raises(ZeroDivisionError):  # a bad file is fitted again
+        plan_model(store, 40)
+    assert fits == [1]
     assert store.check() == []

@@ -1,7 +1,7 @@
 """Growing a benchmark: sort it, then add models (evaluated on n' samples) and samples (on m' models).
 
 A new model is evaluated on n' samples: by default those the toolkit's estimator plans (`estimators.ours`,
-`lifelong`: domain x difficulty strata, with the latest sort's ranking models as its sources), or spread uniformly
+`lifelong`: k-means anchors of the latest sort's ranking models' rows, its sources), or spread uniformly
 (or at random) over the current ranked order (`sampling="uniform"|"random"`, Sort & Search's plan). The DP
 threshold of its outcomes along the order, extrapolated to all n samples, predicts the rest of its row (spec
 section 3). Each estimated model's accuracy is its estimator's best estimate with its 95% interval, kept in the
@@ -25,6 +25,7 @@ from lifelong.core.suggest import did_you_mean
 from lifelong.sortsearch.bitmatrix import PackedRows
 from lifelong.sortsearch.estimators.base import EstimationTask
 from lifelong.sortsearch.estimators.ours import Lifelong
+from lifelong.sortsearch.plan_cache import cached_plan
 from lifelong.sortsearch.registry import EstimateInterval
 from lifelong.sortsearch.search import dp_threshold, extrapolate, predict_rows, sample_positions, scatter
 from lifelong.sortsearch.sort import descending_order, model_order
@@ -93,13 +94,15 @@ def plan_model(store: BenchStore, budget: int, *, sampling: str = ESTIMATOR, see
 
 
 def _estimator_plan(store: BenchStore, version: int, budget: int) -> Any:
-    """`lifelong`'s plan from the store: sources = sort `version`'s ranking models (bit-packed rows), groups = the
-    samples' domains; the same store state and budget always give the same plan."""
-    (record,) = [r for r in store.sorts() if r.version == version]
-    n = store.size()[0]
-    sources = PackedRows(store.read_rows(np.asarray(record.ranking_models, np.int64)), n)
-    groups = np.unique(store.sample_domains(), return_inverse=True)[1]
-    return Lifelong().plan(EstimationTask(sources, budget, groups=groups))
+    """`lifelong`'s plan from the store: sources = sort `version`'s ranking models (bit-packed rows); the same store
+    state and budget always give the same plan, fitted once and kept in the store (`plan_cache`)."""
+
+    def fit() -> Any:
+        (record,) = [r for r in store.sorts() if r.version == version]
+        sources = PackedRows(store.read_rows(np.asarray(record.ranking_models, np.int64)), store.size()[0])
+        return Lifelong().plan(EstimationTask(sources, budget))
+
+    return cached_plan(store.path, version, budget, fit)
 
 
 def add_model(

@@ -2,26 +2,30 @@
 
 Design (chosen on synthetic matrices and on development seeds 100-104 of the zoo, which the reported comparison,
 seeds 0-9, does not use):
-1. Stratified samples. Samples are grouped by domain (e.g. a corruption at a severity, when the samples' domains
-   are known) and each domain gets n' samples in proportion to its size, one at the middle of each equal slice
-   of its own difficulty order (source models' column sums, easiest first, ties by `sort.tie_keys`): a
-   systematic sample of every domain. Without domains, or with fewer than 4 samples per domain, `bins` equal
-   slices of the whole difficulty order (at most n'/4) stand for the domains.
-2. Inside the sources: a model's accuracy over all samples regressed (ridge, penalty by leave-one-out over the
-   source models) on its n' outcomes, as the strongest published baseline does on random samples (Zhang, Dorner
-   and Hardt 2025), here on the stratified ones. It serves targets whose mean on the n' samples lies between the
-   10th and 90th percentiles of the source models' means on them.
-3. Outside (a model more, or less, accurate than the sources), a regression fitted on the sources extrapolates
-   badly (measured: ridge's error grows to 1.6 x the random-sample mean's), so the estimate is the design's own:
-   the mean of the self-weighting stratified sample.
-4. The 95% interval: inside, +- the 95th percentile of the regression's absolute leave-one-out errors over the
-   source models (a percentile, not 1.96 x their RMS: a few broken source models have very large errors), at
-   least the design's; outside, the design's: 1.96 standard errors of the stratified mean by successive
-   differences along the strata (the systematic sample's estimator), finite-population corrected.
-Per-sample probabilities: each stratum's observed share of correct outcomes, shifted so that their mean is the
-estimate (clipped to [0, 1]).
-Cost: the n column sums and a sort per domain (O(m n + n log n)), a ridge fit on [m, n'] (O(m n'^2)), O(n) per
-target for the per-sample probabilities.
+1. Anchors. The n' samples are k-means anchor points of the samples' columns of the source rows (as
+   tinyBenchmarks' `anchor-points`, `tiny.anchor_clusters`, one k-means++ run): samples the source models get
+   right and wrong together form a cluster; each cluster is evaluated at the sample nearest its centre and
+   weighs its share of the n samples. The weighted mean of a target's n' outcomes is a design estimate that
+   needs no regression and holds for targets unlike the sources.
+2. A ridge correction shrunk toward that design: a source model's accuracy minus its weighted anchor mean is
+   regressed (ridge with an intercept, penalty by leave-one-out over the source models) on its n' outcomes, and
+   the estimate is the weighted mean plus the predicted correction. Where the sources say the outcomes predict
+   more than the weights do (interpolation), the correction learns it; a heavy penalty leaves the design
+   estimate, so a target more accurate than every source (extrapolation) falls back to anchor points rather
+   than to the sources' mean, which is where plain ridge on anchors fails (development seeds: error 2.0 vs 4.3
+   points at n' = 100, and 1.7 vs 1.7 on interpolation).
+3. The 95% interval: +- the 95th percentile of the absolute cross-fitted errors over the source models: the
+   sources are cut into `folds`; the anchors and the regression are refitted without each fold and its models
+   are estimated from their outcomes on those anchors. (Leave-one-out errors with the anchors chosen on all
+   sources cover only about 88%: the anchors fit the models they were chosen on.) A target whose design estimate
+   lies beyond the 5th-95th percentiles of the sources' gets at least the design's own interval: 1.96 x the
+   weighted anchor mean's standard error, each cluster's variance the sources' mean p (1 - p) within it. With
+   fewer than `MIN_MODELS` sources there is no regression: the design estimate with that interval.
+Per-sample probabilities: every sample takes the outcome at its cluster's anchor, shifted so that their mean is
+the estimate (clipped to [0, 1]).
+Scale: k-means runs on at most `max_items` random samples' columns of at most `max_models` random source rows
+(cluster shares then estimated on those samples), so its memory is bounded whatever n; the regression reads
+the n' columns of every source row, and `task.accuracies()` streams packed rows.
 """
 
 from __future__ import annotations
@@ -32,114 +36,144 @@ from statistics import NormalDist
 import numpy as np
 
 from lifelong.sortsearch.estimators.base import Estimate, EstimationTask, check_observed, wants_per_sample
-from lifelong.sortsearch.estimators.linalg import RidgeFit, fit_ridge
-from lifelong.sortsearch.sort import descending_order
+from lifelong.sortsearch.estimators.linalg import RidgeFit, fit_ridge, subsample_indices
+from lifelong.sortsearch.estimators.tiny import Anchors, anchor_clusters
 
 ALPHAS = tuple(float(a) for a in np.logspace(-3, 4, 15))  # ridge penalties tried by leave-one-out
 Z95 = NormalDist().inv_cdf(0.975)
-MIN_PER_DOMAIN = 4  # samples per domain below which difficulty slices stand for the domains
-INSIDE = 0.9  # the regression serves targets whose sample mean lies between these quantiles of the sources' means
+MIN_MODELS = 10  # source models below which there is no regression (the design estimate alone)
+INSIDE = 0.95  # targets whose design estimate lies beyond these quantiles of the sources' get the design's interval
 
 
-def stratified_sample(sums: np.ndarray, groups: np.ndarray | None, budget: int) -> tuple[np.ndarray, np.ndarray]:
-    """(items, stratum of each item): n' samples over the groups in proportion to their sizes (largest remainders),
-    each group's k at the middles of k equal slices of its own easiest-first order. Without groups: one group."""
-    n = sums.size
-    groups = np.zeros(n, np.int64) if groups is None else np.asarray(groups)
-    names, group_of = np.unique(groups, return_inverse=True)
-    sizes = np.bincount(group_of, minlength=names.size)
-    share = budget * sizes / n
-    take = np.floor(share).astype(np.int64)
-    take[np.argsort(-(share - take), kind="stable")[: budget - int(take.sum())]] += 1
-    items, strata = [], []
-    for g in np.flatnonzero(take):
-        ids = np.flatnonzero(group_of == g)
-        order = ids[descending_order(sums[ids])]
-        k = int(take[g])
-        items.append(order[(2 * np.arange(k) + 1) * ids.size // (2 * k)])
-        strata.append(np.full(k, g))
-    return np.concatenate(items), np.concatenate(strata)
+@dataclass(frozen=True)
+class AnchorRegression:
+    """The design weights and the ridge correction fitted on source rows' outcomes at the anchors."""
+
+    weights: np.ndarray  # [n'] cluster shares (sum 1)
+    correction: RidgeFit | None  # None without enough source models
+
+    def predict(self, B: np.ndarray) -> np.ndarray:
+        design = B @ self.weights
+        return design if self.correction is None else design + self.correction.predict(B)
 
 
-def _difficulty_bins(sums: np.ndarray, bins: int) -> np.ndarray:
-    """Each sample's slice of the easiest-first order cut into `bins` equal parts."""
-    rank = np.empty(sums.size, np.int64)
-    rank[descending_order(sums)] = np.arange(sums.size)
-    return rank * bins // sums.size
+def fit_anchor_regression(X: np.ndarray, accuracy: np.ndarray, weights: np.ndarray) -> AnchorRegression:
+    """Ridge of (accuracy - weighted anchor mean) on the anchor outcomes X [models, n'] (module docstring, 2)."""
+    X = np.asarray(X, np.float64)
+    if X.shape[0] < MIN_MODELS:
+        return AnchorRegression(weights, None)
+    return AnchorRegression(weights, fit_ridge(X, accuracy - X @ weights, ALPHAS))
 
 
 @dataclass
 class _Plan:
-    items: np.ndarray
-    strata: np.ndarray  # [n'] the stratum of each item
-    regression: RidgeFit
-    regression_half: float  # 95th percentile of its absolute leave-one-out errors over the source models
-    inside: tuple[float, float]  # quantiles of the source models' own means on the plan's samples
-    n: int
-    stratum_of_sample: np.ndarray  # [n] every sample's stratum
+    items: np.ndarray  # [n'] the anchors
+    model: AnchorRegression
+    half: float | None  # the interval's half-width (95th percentile of cross-fitted errors), None: design's
+    inside: tuple[float, float]  # 5th and 95th percentiles of the source models' design estimates
+    within: np.ndarray  # [n'] the sources' mean within-cluster variance of outcomes (the design's error)
+    labels: np.ndarray | None  # [n] every sample's anchor (index into items), None when k-means saw a subsample
+
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """The plan as plain arrays (np.savez without pickles); `from_arrays` inverts it."""
+        out = {"items": self.items, "weights": self.model.weights, "within": self.within}
+        out["floats"] = np.array([np.nan if self.half is None else self.half, *self.inside])
+        if self.model.correction is not None:
+            fit = self.model.correction
+            out.update(coef=fit.coef, intercept=fit.intercept, alpha=np.array(fit.alpha))
+        if self.labels is not None:
+            out["labels"] = self.labels
+        return out
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray]) -> _Plan:
+        """The plan `to_arrays` wrote (KeyError / ValueError when they are not one)."""
+        items, weights, within = (np.asarray(arrays[k]) for k in ("items", "weights", "within"))
+        half, low, high = (float(v) for v in arrays["floats"])
+        correction = None
+        if "coef" in arrays:
+            coef, intercept = np.asarray(arrays["coef"], np.float64), np.asarray(arrays["intercept"], np.float64)
+            if coef.shape != (items.size, 1) or intercept.shape != (1,):
+                raise ValueError(f"a plan's coefficients have shape {coef.shape} for {items.size} items")
+            correction = RidgeFit(coef, intercept, float(arrays["alpha"]))
+        labels = np.asarray(arrays["labels"], np.int64) if "labels" in arrays else None
+        if weights.shape != items.shape or within.shape != items.shape:
+            raise ValueError(f"a plan's weights and variances must have one entry per item ({items.size})")
+        model = AnchorRegression(weights.astype(np.float64), correction)
+        return cls(items.astype(np.int64), model, None if np.isnan(half) else half, (low, high), within, labels)
 
     def estimate(self, observed: np.ndarray) -> Estimate:
         B = check_observed(observed, self.items).astype(np.float64)
-        design, design_se = self._design_estimate(B)
-        inside = (design > self.inside[0]) & (design < self.inside[1])
-        accuracy = np.clip(np.where(inside, self.regression.predict(B), design), 0.0, 1.0)
-        half = np.where(inside, np.maximum(self.regression_half, Z95 * design_se), Z95 * design_se)
+        accuracy = np.clip(self.model.predict(B), 0.0, 1.0)
+        design = B @ self.model.weights
+        design_half = Z95 * float(np.sqrt(self.model.weights**2 @ self.within))
+        if self.half is None:
+            half = np.full(accuracy.shape, design_half)
+        else:  # beyond the sources' designs the regression's errors say little: at least the design's own
+            beyond = (design < self.inside[0]) | (design > self.inside[1])
+            half = np.where(beyond, max(self.half, design_half), self.half)
         low, high = np.clip(accuracy - half, 0, 1), np.clip(accuracy + half, 0, 1)
-        if not wants_per_sample(B.shape[0], self.n):
+        if self.labels is None or not wants_per_sample(B.shape[0], self.labels.size):
             return Estimate(accuracy, low, high)
-        strata = np.unique(self.strata)
-        shares = np.stack([B[:, self.strata == s].mean(axis=1) for s in strata], axis=1)  # [t, strata]
-        per_sample = shares[:, np.searchsorted(strata, self.stratum_of_sample)]
-        per_sample = per_sample + (accuracy - per_sample.mean(axis=1))[:, None]
+        per_sample = B[:, self.labels] + (accuracy - design)[:, None]
         return Estimate(accuracy, low, high, np.clip(per_sample, 0, 1).astype(np.float32))
-
-    def _design_estimate(self, B: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The self-weighting stratified sample's mean and its standard error: successive differences along the
-        items' order (stratum, then difficulty), the systematic sample's variance estimator, with the
-        finite-population correction and a floor of a quarter over n' + 3/2 (never a zero-width interval)."""
-        r = B.shape[1]
-        mean = B.mean(axis=1)
-        if r < 2:
-            return mean, np.full(mean.shape, 0.5)
-        d = np.diff(B, axis=1)
-        per_item = np.maximum((d * d).sum(axis=1) / (2 * (r - 1)), 1.0 / (4 * (r + 1.5)))
-        return mean, np.sqrt(max(0.0, 1.0 - r / self.n) * per_item / r)
 
 
 class Lifelong:
-    """The toolkit's estimator (module docstring). `bins`: difficulty slices that stand for domains when the
-    samples have none (or too few samples per domain)."""
+    """The toolkit's estimator (module docstring). `folds`: cross-fitting folds of the source models for the
+    interval; `max_items` / `max_models`: the samples and source rows k-means sees at most."""
 
     name = "lifelong"
 
-    def __init__(self, bins: int = 8) -> None:
-        if int(bins) < 1:
-            raise ValueError(f"bins must be at least 1; got {bins}")
-        self.bins = int(bins)
-        self._sums: tuple[np.ndarray, np.ndarray] | None = None
+    def __init__(self, folds: int = 5, max_items: int = 32_000, max_models: int = 1_000) -> None:
+        if int(folds) < 2:
+            raise ValueError(f"folds must be at least 2; got {folds}")
+        if int(max_items) < 1 or int(max_models) < 1:
+            raise ValueError(f"max_items and max_models must be positive; got {max_items}, {max_models}")
+        self.folds, self.max_items, self.max_models = int(folds), int(max_items), int(max_models)
 
-    def _column_sums(self, task: EstimationTask) -> np.ndarray:
-        """The source's column sums, computed once for every budget a source is planned at."""
-        if self._sums is None or self._sums[0] is not task.source:  # held: the same object means the same rows
-            self._sums = (task.source, task.column_sums())
-        return self._sums[1]
+    def _anchors(self, block: np.ndarray, rows: np.ndarray, budget: int, rng: np.random.Generator) -> Anchors:
+        """k-means anchors (indices into the block's columns) from at most `max_models` of the given rows."""
+        rows = rows[subsample_indices(rows.size, self.max_models, rng)]
+        return anchor_clusters(block[rows], budget, rng, max_items=None, max_models=None, trials=1)
 
     def plan(self, task: EstimationTask) -> _Plan:
-        sums = self._column_sums(task)
-        groups = task.groups
-        if groups is None or np.unique(groups).size * MIN_PER_DOMAIN > task.budget:  # too few per domain: slices
-            groups = _difficulty_bins(sums, max(1, min(self.bins, task.budget // MIN_PER_DOMAIN)))
-        items, strata = stratified_sample(sums, groups, task.budget)
-        X = task.columns(items).astype(np.float64)
-        regression = fit_ridge(X, task.accuracies(), ALPHAS)
-        means = X.mean(axis=1)
-        group_of = np.unique(np.asarray(groups), return_inverse=True)[1]
-        return _Plan(
-            items,
-            strata,
-            regression,
-            float(np.quantile(np.abs(regression.loo_residuals), 0.95)),
-            (float(np.quantile(means, 1 - INSIDE)), float(np.quantile(means, INSIDE))),
-            task.n,
-            np.where(np.isin(group_of, strata), group_of, strata[0]),
-        )
+        rng = task.rng(self.name)
+        n, m = task.n, task.source.shape[0]
+        pool = subsample_indices(n, self.max_items, rng)  # all n samples unless n > max_items
+        block = task.columns(pool)  # [m, pool] uint8: the only dense read of the source
+        accuracy = task.accuracies()
+        everyone = np.arange(m)
+        anchors = self._anchors(block, everyone, task.budget, rng)
+        X = block[:, anchors.items].astype(np.float64)
+        model = fit_anchor_regression(X, accuracy, anchors.weights)
+        half = None
+        if model.correction is not None:
+            fold = rng.permutation(m) % self.folds
+            errors = np.empty(m)
+            for f in range(self.folds):
+                held = fold == f
+                refit = self._anchors(block, everyone[~held], task.budget, rng)
+                columns = block[:, refit.items].astype(np.float64)
+                fitted = fit_anchor_regression(columns[~held], accuracy[~held], refit.weights)
+                errors[held] = fitted.predict(columns[held]) - accuracy[held]
+            half = float(np.quantile(np.abs(errors), 0.95))
+        labels = anchors.labels if pool.size == n else None
+        inside = tuple(float(q) for q in np.quantile(X @ anchors.weights, [1 - INSIDE, INSIDE]))
+        return _Plan(pool[anchors.items], model, half, inside, _within_variance(block, anchors), labels)
+
+
+def _within_variance(block: np.ndarray, anchors: Anchors, chunk: int = 1024) -> np.ndarray:
+    """[k] per cluster: the source models' mean variance of their outcomes over the cluster's samples, p (1 - p)
+    with p a model's share correct in the cluster (what one sample of the cluster leaves unknown)."""
+    k = anchors.items.size
+    counts = np.bincount(anchors.labels, minlength=k)
+    order = np.argsort(anchors.labels, kind="stable")
+    present = np.flatnonzero(counts)
+    starts = np.r_[0, np.cumsum(counts[present])[:-1]]
+    total = np.zeros(k)
+    for start in range(0, block.shape[0], chunk):  # row chunks: memory O(chunk x samples), whatever the models
+        sums = np.add.reduceat(block[start : start + chunk][:, order], starts, axis=1, dtype=np.int64)
+        share = sums / counts[present]
+        total[present] += (share * (1.0 - share)).sum(axis=0)
+    return total / block.shape[0]

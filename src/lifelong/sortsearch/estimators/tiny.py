@@ -55,6 +55,16 @@ def _split_groups(counts: np.ndarray, budget: int) -> np.ndarray:
     return per
 
 
+@dataclass(frozen=True)
+class Anchors:
+    """k-means anchor points: `items` [k] sample ids, `weights` [k] their clusters' shares of the n samples (sum 1),
+    `labels` [n] each sample's cluster (the index of its anchor)."""
+
+    items: np.ndarray
+    weights: np.ndarray
+    labels: np.ndarray
+
+
 def anchor_items(
     source: np.ndarray,
     budget: int,
@@ -64,11 +74,27 @@ def anchor_items(
     max_items: int | None = 50_000,
     max_models: int | None = 2_000,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(items [budget], weights [budget] summing to 1): the anchor points of Vivek et al. as tinyBenchmarks.
+    """(items [budget], weights [budget] summing to 1): the anchor points of Vivek et al. as tinyBenchmarks
+    (`anchor_clusters` with the paper's best of 5 k-means runs)."""
+    found = anchor_clusters(source, budget, rng, embedding=embedding, max_items=max_items, max_models=max_models)
+    return found.items, found.weights
+
+
+def anchor_clusters(
+    source: np.ndarray,
+    budget: int,
+    rng: np.random.Generator,
+    *,
+    embedding: np.ndarray | None = None,
+    max_items: int | None = 50_000,
+    max_models: int | None = 2_000,
+    trials: int = _KMEANS_TRIALS,
+) -> Anchors:
+    """The anchor points of Vivek et al. as tinyBenchmarks, with every sample's cluster.
 
     Items are embedded by their column of the source rows (or by `embedding` [n, features], e.g. IRT parameters);
-    k-means with k = budget (best of 5 k-means++ runs); each anchor is the item nearest its centroid, weighted by
-    its cluster's share of all n items. Identical items are clustered once with their multiplicity as weight
+    k-means with k = budget (best of `trials` k-means++ runs); each anchor is the item nearest its centroid, weighted
+    by its cluster's share of all n items. Identical items are clustered once with their multiplicity as weight
     (the same k-means objective); when fewer distinct items than the budget exist, each distinct item is a cluster
     and the largest are split, so that at budget = n every item is its own anchor (the estimate is exact).
     At scale k-means is fitted on a random `max_items` of the distinct items, with the columns of a random
@@ -86,15 +112,17 @@ def anchor_items(
         order = np.argsort(inverse, kind="stable")  # items grouped, groups in key order
         starts = np.r_[0, np.cumsum(counts)[:-1]]
         items, weights = [], []
+        labels = np.empty(n, np.int64)
         for g in range(first.size):
             members = order[starts[g] : starts[g] + counts[g]]
             for part in np.array_split(members, per[g]):
+                labels[part] = len(items)
                 items.append(part[0])
                 weights.append(part.size / n)
-        return np.array(items, np.int64), np.array(weights)
+        return Anchors(np.array(items, np.int64), np.array(weights), labels)
     X = (source[rows][:, first].T if embedding is None else np.asarray(embedding)[first]).astype(np.float64)
     fit_on = subsample_indices(first.size, max_items, rng)
-    km = KMeans(n_clusters=k, n_init=_KMEANS_TRIALS, random_state=int(rng.integers(2**31 - 1)))
+    km = KMeans(n_clusters=k, n_init=int(trials), random_state=int(rng.integers(2**31 - 1)))
     km.fit(X[fit_on], sample_weight=counts[fit_on])
     labels = km.predict(X)
     weights = np.bincount(labels, weights=counts, minlength=k) / n
@@ -104,7 +132,7 @@ def anchor_items(
     for c in np.argsort(d2.min(axis=1)):  # nearest distinct item to each centroid, each used once
         chosen[c] = int(np.argmin(d2[c]))
         d2[:, chosen[c]] = np.inf
-    return first[chosen].astype(np.int64), weights
+    return Anchors(first[chosen].astype(np.int64), weights, labels[inverse].astype(np.int64))
 
 
 @dataclass
