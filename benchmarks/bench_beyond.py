@@ -20,10 +20,11 @@
    and the extra cells evaluated (% of the whole matrix), averaged over `--growth-seeds` model shuffles.
 
 Run: python benchmarks/bench_beyond.py [--zoo DIR] [--zoo-models 160] [--zoo-test-samples 1000] [--synthetic]
-     [--sections intervals,rankings,growth] [--splits 5] [--rank-splits 3] [--growth-seeds 3] [--json PATH]
+     [--sections intervals,rankings,growth] [--splits 5] [--rank-splits 3] [--growth-seeds 3] [--json PATH] [--quick]
 The zoo is built once into DIR (default ~/.cache/lifelong/bench-zoo; `lifelong bench build-zoo` with
 --models/--test-samples as given, 2 Ray workers, resumable) and reused by later runs. With --synthetic a
-SyntheticBenchmark of the zoo's shape is used instead.
+SyntheticBenchmark of the zoo's shape is used instead. --quick: every section on a synthetic 100 x 4,800 matrix
+(the zoo is neither read nor built), 1 coverage split, 2 ranking splits, 1 growth seed.
 """
 
 from __future__ import annotations
@@ -262,7 +263,12 @@ def main() -> None:
     parser.add_argument("--growth-seeds", type=int, default=3)
     parser.add_argument("--growth-budget", type=int, default=256)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--quick", action="store_true", help="smoke run: small synthetic matrix, fewer splits")
     args = parser.parse_args()
+    if args.quick:
+        args.synthetic, args.zoo_models, args.zoo_test_samples = True, 100, 300
+        args.splits, args.rank_splits, args.growth_seeds = 1, 2, 1
+        print("--quick: the zoo is skipped (building it trains 160 models); a synthetic matrix stands in")
     sections = {s.strip() for s in args.sections.split(",")}
 
     A, domains, what = load(args.zoo, args.synthetic, args.zoo_models, args.zoo_test_samples)
@@ -338,7 +344,7 @@ def rankings_sections(A: np.ndarray, domains: np.ndarray, args: argparse.Namespa
     t = time.perf_counter()
     head = f"{'K':>3} {'budget':>7} {'error %':>8} {'kappa':>7} {'largest share %':>15}"
     scan_lines, scan = [head, "-" * len(head)], []
-    for k in CLUSTER_SCAN:
+    for k in [k for k in CLUSTER_SCAN if k <= r.size]:
         predictor = ClusterPredictor(A[r], k, seed=0)
         for budget in (256, 1024, 2048):
             predicted = predictor.predict(A[e][:, predictor.sample_ids(budget)], budget)

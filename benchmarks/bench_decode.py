@@ -3,12 +3,15 @@
 Synthetic files: `--files` JPEGs (or PNGs) of `--side` px, smooth colour fields with noise (they compress like
 photos, not like flat colour), written to a temporary folder once. Measured: `lifelong.data.images.decode_files`
 with `workers=1` (the baseline: how every folder, CSV and file-stream source decoded before) and with the default
-`decode_workers()` (and any `--workers` given); the images must be identical; best of `--repeat`; the ratio is
-printed. On this project's 2-core box: 128 px JPEGs 0.97x (small files gain nothing: Python's share of the
-work holds the GIL), 256 px JPEGs 1.33x, 512 px JPEGs 1.65x, 256 px PNGs 1.69x. This is the load step of
-`folder:`, `csv:` and temporal file streams, which on a GPU machine must keep up with the device.
+`decode_workers()` (and any `--workers` given); the images must be identical to the baseline's (else the run
+exits 1); best of `--repeat`; the ratio is printed. On this project's 2-core box: 128 px JPEGs 0.97x (small files
+gain nothing: Python's share of the work holds the GIL), 256 px JPEGs 1.33x, 512 px JPEGs 1.65x, 256 px PNGs
+1.69x. This is the load step of `folder:`, `csv:` and temporal file streams, which on a GPU machine must keep up
+with the device.
 
-Run: python benchmarks/bench_decode.py [--files 2000] [--side 256] [--format jpeg|png] [--workers 2,4] [--repeat 3]
+Run: python benchmarks/bench_decode.py [--quick] [--files 2000] [--side 256] [--format jpeg|png] [--workers 2,4]
+     [--repeat 3]
+(--quick: 300 files and one timed decode per worker count, unless --files / --repeat are given.)
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _same import require_same
 from PIL import Image
 
 from lifelong.data.images import decode_files, decode_workers
@@ -39,6 +43,14 @@ def write_files(folder: Path, count: int, side: int, fmt: str, seed: int = 0) ->
     return paths
 
 
+def check_identical(images: list[np.ndarray], reference: list[np.ndarray], workers: int) -> str:
+    """Exit non-zero unless `workers` threads decoded every image as the baseline did; returns the verdict."""
+    require_same(f"workers {workers}: number of images", len(images), len(reference))
+    for i, (image, expected) in enumerate(zip(images, reference, strict=True)):
+        require_same(f"workers {workers}: image {i}", image, expected)
+    return "identical"
+
+
 def best_time(paths: list[Path], workers: int, repeat: int) -> tuple[float, list[np.ndarray]]:
     best, images = float("inf"), []
     for _ in range(repeat):
@@ -50,12 +62,15 @@ def best_time(paths: list[Path], workers: int, repeat: int) -> tuple[float, list
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--files", type=int, default=2000)
+    ap.add_argument("--quick", action="store_true", help="300 files, one timed decode per worker count")
+    ap.add_argument("--files", type=int, help="files to decode (default 2000; quick 300)")
     ap.add_argument("--side", type=int, default=256)
     ap.add_argument("--format", choices=("jpeg", "png"), default="jpeg")
     ap.add_argument("--workers", default="", help="extra worker counts to time, comma-separated")
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, help="timed decodes per worker count, best kept (default 3; quick 1)")
     args = ap.parse_args()
+    args.files = args.files or (300 if args.quick else 2000)
+    args.repeat = args.repeat or (1 if args.quick else 3)
 
     counts = sorted({decode_workers(), *(int(w) for w in args.workers.split(",") if w.strip())} - {1})
     with tempfile.TemporaryDirectory() as tmp:
@@ -69,11 +84,10 @@ def main() -> None:
         print(f"workers  1: {base:7.3f} s  {args.files / base:8.0f} images/s  (baseline: one after the other)")
         for workers in counts:
             seconds, images = best_time(paths, workers, args.repeat)
-            same = len(images) == len(reference)
-            same = same and all(np.array_equal(a, b) for a, b in zip(images, reference, strict=True))
+            same = check_identical(images, reference, workers)
             print(
                 f"workers {workers:2d}: {seconds:7.3f} s  {args.files / seconds:8.0f} images/s  "
-                f"ratio {base / seconds:.2f}x  identical={same}"
+                f"ratio {base / seconds:.2f}x  outputs {same}"
             )
 
 

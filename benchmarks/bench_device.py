@@ -2,18 +2,21 @@
 
 Workloads, each timed on every device (wall time, images/s, speed-up = CPU seconds / device seconds):
 - run: the default `lifelong run` (stream mini, learner independent) through `runner.execute`; images = train+dev
-  items of the train records x epochs x trials of the Independent recipe (the records' count; `--quick`: first task).
+  items of the train records x epochs x trials of the Independent recipe (the records' count; `--quick`: first task,
+  1 epoch).
 - transfer: a Nevis-mini transfer trial: one Independent FitJob on nevis-mini's `letters`, fine-tuned from a given
-  backbone as transfer trials are (random weights here: the speed does not depend on them); images = steps x batch.
+  backbone as transfer trials are (random weights here: the speed does not depend on them); images = steps x batch
+  (`--quick`: 1 epoch).
 - simclr: `pretrain_simclr` for 1 epoch on clear-mini bucket 0's unlabeled images; images = those drawn (2 views
-  each).
+  each; `--quick`: the first 512).
 - sort / search: Sort & Search on a synthetic item-response matrix (sortsearch.synthetic, bit-packed): sort the
   samples by the ranking models' column sums, then the optimal threshold of every evaluated model over all n ranked
-  samples. NumPy on the CPU is the baseline, torch (sortsearch.device_search) runs on each device; outputs must be
-  identical; throughput in matrix cells/s (best of 3).
+  samples. NumPy on the CPU is the baseline, torch (sortsearch.device_search) runs on each device; every device's
+  orders and thresholds must be identical to NumPy's, else the run exits 1; throughput in matrix cells/s (best of
+  3; `--quick`: 200 + 200 models x 50,000 samples).
 On CUDA the mean GPU busy % during each workload is printed (torch.cuda.utilization, else nvidia-smi polled every
-0.2 s). Without a GPU it says so and measures the CPU only. Torch uses `--threads` threads (default 1, as
-`lifelong run`; `--threads 2` gives the issue's 2-core CPU baseline).
+0.2 s). Without a GPU it says so, skips the CUDA measurements and measures the CPU only. Torch uses `--threads`
+threads (default 1, as `lifelong run`; `--threads 2` gives the issue's 2-core CPU baseline).
 
 CPU before/after (the CPU path must not get slower): `--cpu-check` times the default `lifelong run` on the CPU
 (RunSpec defaults: 1 torch thread) and prints its wall time and mean error; with `--before SRC` it runs that twice
@@ -44,6 +47,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+from _same import require_same
 
 Workload = Callable[[str], tuple[int, dict]]  # device -> (images or cells processed, notes)
 
@@ -98,14 +102,21 @@ def _gpu_reader(device: str) -> Callable[[], float] | None:
 
 
 def run_workload(out: Path, quick: bool, threads: int) -> Workload:
-    """The default `lifelong run` (the first task only with --quick)."""
+    """The default `lifelong run` (the first task only, at 1 epoch, with --quick)."""
     from lifelong.commands.runner import RunSpec, execute
     from lifelong.training.independent_recipe import IndependentConfig
 
-    cfg = IndependentConfig()
+    options = {"epochs": 1} if quick else {}
+    cfg = IndependentConfig(**options)
 
     def work(device: str) -> tuple[int, dict]:
-        spec = RunSpec(out=str(out / f"run-{device}"), device=device, threads=threads, stop_after=1 if quick else None)
+        spec = RunSpec(
+            out=str(out / f"run-{device}"),
+            device=device,
+            threads=threads,
+            stop_after=1 if quick else None,
+            learner_options=options,
+        )
         summary = execute(spec)
         items = sum(r["num_items"] for r in summary["records"] if r["type"] == "train")
         events = f"{summary['events_done']}/{summary['events_total']}"
@@ -124,7 +135,7 @@ def transfer_workload(quick: bool, threads: int) -> Workload:
     stream = get_stream("nevis-mini")
     index = [t.key.uid for t in stream.tasks].index("letters")
     task, splits = stream.tasks[index].key, stream.splits(index)
-    cfg = IndependentConfig(epochs=2 if quick else 10)
+    cfg = IndependentConfig(epochs=1 if quick else 10)
     backbone = make_model(cfg.architecture, task.num_classes, seed=1).backbone.state_dict()
 
     def work(device: str) -> tuple[int, dict]:
@@ -137,13 +148,13 @@ def transfer_workload(quick: bool, threads: int) -> Workload:
 
 
 def simclr_workload(quick: bool) -> Workload:
-    """SimCLR for one epoch on clear-mini bucket 0 (the first 1,024 images with --quick)."""
+    """SimCLR for one epoch on clear-mini bucket 0 (the first 512 images with --quick)."""
     from lifelong.suites.clear import temporal_source
     from lifelong.training.ssl import pretrain_simclr
 
     source = temporal_source("clear-mini")
     images = source.unlabeled(0)
-    images = images[:1024] if quick else images
+    images = images[:512] if quick else images
     resolution = getattr(source, "resolution", None) or int(images.shape[1])
 
     def work(device: str) -> tuple[int, dict]:
@@ -161,7 +172,7 @@ def sortsearch_workloads(quick: bool) -> tuple[Workload, Workload, dict]:
     from lifelong.sortsearch.sort import sort_by_sum
     from lifelong.sortsearch.synthetic import SyntheticBenchmark
 
-    rank, evaluated, n = (500, 500, 100_000) if quick else (2000, 2000, 200_000)
+    rank, evaluated, n = (200, 200, 50_000) if quick else (2000, 2000, 200_000)
     packed = SyntheticBenchmark(rank + evaluated, n, seed=0).packed_rows()
     R, E = PackedRows(packed[:rank], n), PackedRows(packed[rank:], n)
     order = sort_by_sum(R)
@@ -169,11 +180,11 @@ def sortsearch_workloads(quick: bool) -> tuple[Workload, Workload, dict]:
 
     def sort(device: str) -> tuple[int, dict]:
         got = sort_by_sum(R, device=None if device == "numpy" else device)
-        return rank * n, {"identical": bool(np.array_equal(got, order))}
+        return rank * n, {"outputs": require_same(f"sort on {device}: sample order", order, got)}
 
     def search(device: str) -> tuple[int, dict]:
         got = optimal_thresholds(E, order, device=None if device == "numpy" else device).k
-        return evaluated * n, {"identical": bool(np.array_equal(got, expected))}
+        return evaluated * n, {"outputs": require_same(f"search on {device}: thresholds", expected, got)}
 
     return sort, search, {"ranking_models": rank, "evaluated_models": evaluated, "samples": n}
 
@@ -291,7 +302,7 @@ def cpu_before_after(before_src: Path, quick: bool, threads: int | None) -> dict
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes: a few minutes on 2 CPU cores")
+    parser.add_argument("--quick", action="store_true", help="small sizes, same workloads and checks")
     parser.add_argument("--devices", default="cpu,cuda", help="comma-separated; unavailable ones are skipped")
     parser.add_argument("--threads", type=int, help="torch threads (default 1, as `lifelong run`)")
     parser.add_argument("--only", default="run,transfer,simclr,sortsearch", help="workloads to measure")
@@ -316,7 +327,7 @@ def main() -> None:
     here = available_devices()
     devices = [d for d in args.devices.split(",") if d and d.split(":")[0] in here]
     if not torch.cuda.is_available():
-        print("No CUDA GPU on this machine (torch.cuda.is_available() is False): measuring the CPU only.")
+        print("No CUDA GPU here (torch.cuda.is_available() is False): skipping CUDA, measuring the CPU only.")
     for device in devices:
         if device.startswith("cuda"):
             torch.zeros(1, device=resolve_device(device)).sum().item()  # CUDA context start-up is not measured

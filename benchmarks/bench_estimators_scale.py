@@ -11,7 +11,9 @@ k-means anchors, aipw, disco, pca-impute) run with `--subsample` on a stated ran
 and samples (their truth is then the accuracy on those samples).
 
 Run: python benchmarks/bench_estimators_scale.py [--scale 1.0] [--sources 6000] [--targets 500] [--budget 100]
-     [--subsample 1000x50000] [--methods ...] [--json PATH]
+     [--subsample 1000x50000] [--methods ...] [--json PATH] [--quick]
+--quick: a smoke run at scale 0.002 (12 source + 20 target models x 3,395 samples), the dense methods included on a
+12x1000 subsample.
 """
 
 from __future__ import annotations
@@ -65,7 +67,10 @@ def main() -> None:
     parser.add_argument("--methods", default=",".join(PACKED_METHODS))
     parser.add_argument("--subsample", default=None, metavar="MODELSxSAMPLES", help="e.g. 1000x50000 (dense methods)")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--quick", action="store_true", help="smoke run: scale 0.002, dense methods on 12x1000")
     args = parser.parse_args()
+    if args.quick:  # 10,000 targets x 0.002 = 20 target models
+        args.scale, args.targets, args.subsample = 0.002, 10_000, args.subsample or "12x1000"
     shape = lifelong_cifar10_shape()
     n = max(args.budget, int(shape.n_samples * args.scale))
     m_src, m_tgt = max(2, int(args.sources * args.scale)), max(1, int(args.targets * args.scale))

@@ -14,7 +14,9 @@ the frozen trunk's one-time forward pass (images/s), and the ratio is a mode's e
 (default 1, as `lifelong run`); `--devices cpu,cuda` measures each device present.
 
 Run: python benchmarks/bench_fact_model.py [--resolution 64] [--batch-size 64] [--hidden 512] [--steps 6]
-     [--devices cpu,cuda] [--threads 1] [--json OUT]
+     [--devices cpu,cuda] [--threads 1] [--json OUT] [--quick]
+--quick: a smoke run of every mode at 32 px, batches of 8, one timed step (4 for frozen); without the [models]
+extra it says so and skips.
 """
 
 from __future__ import annotations
@@ -74,6 +76,15 @@ def extract_rate(encoder: torch.nn.Module, x: torch.Tensor, device: torch.device
     return 3 * len(x) / (time.perf_counter() - start)
 
 
+def missing_encoder() -> str | None:
+    """Why EfficientNet-Lite0 cannot be loaded (the [models] extra absent), or None when it can."""
+    try:
+        load_encoder("efficientnet-lite0")
+    except ImportError as exc:
+        return str(exc)
+    return None
+
+
 def measure(device: torch.device, args) -> list[dict]:
     encoder = load_encoder("efficientnet-lite0").to("cpu")
     names = stage_names(encoder)
@@ -106,8 +117,14 @@ def main() -> None:
     parser.add_argument("--devices", default="cpu,cuda")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--quick", action="store_true", help="smoke run: 32 px, batch 8, 1 timed step")
     args = parser.parse_args()
+    if args.quick:
+        args.resolution, args.batch_size, args.steps = 32, 8, 1
     torch.set_num_threads(args.threads)
+    if args.quick and (why := missing_encoder()):
+        print(f"every mode skipped: {why}")
+        return
     out = {}
     for name in args.devices.split(","):
         if name == "cuda" and not torch.cuda.is_available():

@@ -7,10 +7,11 @@ uniformly without replacement (so only part of the facts chain at distance 0 to 
 Measured: lifelong's exact MST single linkage + cut into 8 tasks (wall time, peak RSS of the process); optionally the
 same without the distance-0 dominance reduction (--no-reduce: dense Prim over every fact). Baseline in the same run:
 scipy.cluster.hierarchy.linkage(condensed, "single") on a --subset of the facts (condensed matrix built with the same
-per-part tables) vs lifelong on that subset; merge heights must agree; the ratio is printed. Targets: full scale in
-<= 600 s and <= 4 GB peak RSS.
+per-part tables) vs lifelong on that subset; merge heights must agree (within HEIGHT_TOLERANCE, else exit 1); the
+ratio is printed. Targets: full scale in <= 600 s and <= 4 GB peak RSS.
 
-Run: python benchmarks/bench_fact_split.py [--scale 1.0] [--subset 5000] [--no-reduce] [--seed 0]
+Run: python benchmarks/bench_fact_split.py [--scale 1.0] [--subset 5000] [--no-reduce] [--seed 0] [--quick]
+--quick: a smoke run at scale 0.02 (3,303 facts), scipy on 1,000 of them, --no-reduce included.
 """
 
 from __future__ import annotations
@@ -29,10 +30,17 @@ COUNTS = {"SPO": 115_995, "SP": 42_491, "S": 6_664}
 VOCAB = (8_000, 1_000, 5_000)
 ZIPF_A = 1.1
 DIM = 300
+HEIGHT_TOLERANCE = 1e-9  # both sides read the same float64 per-part tables
 
 
 def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def check_heights(what: str, diff: float) -> None:
+    """Exit 1 when two single linkages' sorted merge heights differ by more than HEIGHT_TOLERANCE."""
+    if diff > HEIGHT_TOLERANCE:
+        raise SystemExit(f"FAIL: {what}: merge heights differ by {diff:.1e} (> {HEIGHT_TOLERANCE:.0e})")
 
 
 def zipf(rng: np.random.Generator, vocab: int, size: int) -> np.ndarray:
@@ -71,7 +79,10 @@ def main() -> None:
     ap.add_argument("--tasks", type=int, default=8)
     ap.add_argument("--no-reduce", action="store_true", help="also time dense Prim over every fact (no reduction)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--quick", action="store_true", help="smoke run: scale 0.02, subset 1000, --no-reduce")
     args = ap.parse_args()
+    if args.quick:
+        args.scale, args.subset, args.no_reduce = 0.02, 1_000, True
 
     t0 = time.perf_counter()
     ids, vectors, images = synthetic(args.scale, args.seed)
@@ -92,6 +103,7 @@ def main() -> None:
         f"subset {len(sub):,}: scipy condensed+linkage {t_scipy:.2f} s, lifelong MST {t_ours_sub:.3f} s, "
         f"ratio {t_scipy / t_ours_sub:.1f}x, max |height diff| {err:.1e}"
     )
+    check_heights(f"scipy vs lifelong on {len(sub):,} facts", err)
     quad = t_scipy * (n / len(sub)) ** 2
     cond_gb = n * (n - 1) / 2 * 8 / 2**30
     print(f"naive at full n (quadratic extrapolation): ~{quad:.0f} s and a {cond_gb:.0f} GiB condensed matrix")
@@ -113,6 +125,7 @@ def main() -> None:
         t_dense = time.perf_counter() - t
         same = float(np.abs(np.sort(w_all) - np.sort(w)).max())
         print(f"dense Prim over all {n:,} facts (no reduction): {t_dense:.1f} s, max |height diff| {same:.1e}")
+        check_heights("dense Prim vs the reduced MST", same)
     print(f"total {time.perf_counter() - t0:.1f} s, peak RSS {peak_rss_mib():.0f} MiB (target <= 600 s, <= 4096 MiB)")
 
 

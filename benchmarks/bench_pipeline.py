@@ -2,13 +2,16 @@
 
 1. Images per second a learner pays per epoch: `ArrayDataset.batches(shuffle=True)` + `prepare_batch` (without and
    with augmentation) against plain NumPy (permutation, fancy indexing, float32, [-1, 1], NCHW, torch.from_numpy)
-   and a per-image augmentation loop; and `build_task_splits` (dedup + split + resize) against a per-image
-   hashlib + Pillow loop with a NumPy permutation split. Ratios are lifelong / baseline (> 1: lifelong is faster).
+   followed, for augmentation, by a random resized crop + mirror of the whole batch with torch ops (affine_grid +
+   grid_sample); and `build_task_splits` (dedup + split + resize) against a per-image hashlib + Pillow loop with a
+   NumPy permutation split. Ratios are lifelong / baseline (> 1: lifelong is faster). Every baseline's output is
+   checked against lifelong's before timing (every batch of an epoch; every kept image); a difference exits 1.
 2. The share of wall time a run spends outside the learner's train/predict, for `environment.run` (with a
    checkpoint store) and `runner.execute` (run folder, SQLite, plots); the target is under 5 %.
 
 Torch runs with one thread (`--threads N` to change), for the pipeline and the
 learner alike. Run: python benchmarks/bench_pipeline.py [--quick] [--threads N] [--json PATH]
+(--quick: 3,000 images, one repeat, the first 2 events of each run at 1 epoch).
 """
 
 from __future__ import annotations
@@ -17,8 +20,8 @@ import argparse
 import cProfile
 import dataclasses
 import hashlib
+import itertools
 import json
-import math
 import os
 import platform
 import pstats
@@ -26,12 +29,13 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+from _same import require_same
 from PIL import Image
 
 from lifelong.commands.runner import RunSpec, execute
@@ -46,15 +50,16 @@ from lifelong.run.checkpoint import Checkpoint, CheckpointStore
 from lifelong.run.environment import run
 from lifelong.suites import get_stream
 from lifelong.training.flops import count_training_flops
-from lifelong.training.inputs import prepare_batch
+from lifelong.training.inputs import prepare_batch, sample_crop_boxes
 from lifelong.training.loop import set_torch_threads
 from lifelong.training.models import make_model
 
 FASHION_MNIST_DIR = Path("/usr/share/datasets/fashion-mnist")
 OVERHEAD_TARGET = 0.05
 SPLIT_PERCENTS = {"train": 56, "dev": 12, "dev_test": 12, "test": 20}  # no official split (spec section 5)
-CROP_AREA = (0.08, 1.0)
-LOG_RATIO = (math.log(3 / 4), math.log(4 / 3))
+# The augmentation baseline builds its sampling grid with affine_grid in float32, lifelong in float64 then casts:
+# grid points differ by ~1e-7 of the image, so pixels (in [-1, 1]) by up to ~2e-5 (measured); allow 1e-4.
+AUGMENT_ATOL = 1e-4
 
 
 # -- data ------------------------------------------------------------------------------------------------------
@@ -105,14 +110,13 @@ def row(what: str, n: int, ours: list[float], base: list[float], baseline: str) 
 # -- 1a. batches -> model input --------------------------------------------------------------------------------
 
 
-def lifelong_epoch(data: ArrayDataset, batch_size: int, seed: int, generator: torch.Generator | None) -> int:
+def lifelong_batches(
+    data: ArrayDataset, batch_size: int, seed: int, generator: torch.Generator | None
+) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
     """One epoch as the training loop reads it: shuffled batches, uint8 NHWC -> float NCHW (augmented if generator)."""
-    seen = 0
     for batch in data.batches(batch_size, shuffle=True, seed=seed):
         x = prepare_batch(batch.images, channels=3, generator=generator)
-        torch.from_numpy(batch.labels)  # the targets, as the loop converts them
-        seen += x.shape[0]
-    return seen
+        yield x, torch.from_numpy(batch.labels)  # the targets, as the loop converts them
 
 
 def numpy_batches(images: np.ndarray, labels: np.ndarray, batch_size: int, seed: int):
@@ -126,63 +130,81 @@ def numpy_batches(images: np.ndarray, labels: np.ndarray, batch_size: int, seed:
         yield torch.from_numpy(np.ascontiguousarray(x.transpose(0, 3, 1, 2))), torch.from_numpy(labels[idx])
 
 
-def numpy_epoch(images: np.ndarray, labels: np.ndarray, batch_size: int, seed: int) -> int:
-    return sum(x.shape[0] for x, _ in numpy_batches(images, labels, batch_size, seed))
+def torch_augment(x: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """Baseline augmentation of a whole batch with torch ops: random resized crop + mirror via affine_grid.
+
+    The boxes and mirrors are drawn as lifelong draws them (its sampler, the same generator), so both sides crop the
+    same boxes and their pixels can be compared; the baseline's own work is the resampling.
+    """
+    n, _, height, width = x.shape
+    top, left, h, w = sample_crop_boxes(n, height, width, generator).to(x.dtype).unbind(dim=1)
+    sign = 1.0 - 2.0 * (torch.rand(n, generator=generator) < 0.5).to(x.dtype)
+    theta = torch.zeros(n, 2, 3, dtype=x.dtype)
+    theta[:, 0, 0], theta[:, 0, 2] = sign * w / width, 2 * (left + w / 2) / width - 1
+    theta[:, 1, 1], theta[:, 1, 2] = h / height, 2 * (top + h / 2) / height - 1
+    grid = F.affine_grid(theta, list(x.shape), align_corners=False)
+    return F.grid_sample(x, grid, mode="bilinear", padding_mode="border", align_corners=False)
 
 
-def per_image_augment_epoch(images: np.ndarray, labels: np.ndarray, batch_size: int, seed: int) -> int:
-    """Naive augmentation baseline: the NumPy batches, then a random resized crop + mirror one image at a time."""
-    rng = np.random.default_rng(seed + 1)
-    seen = 0
-    for x, _ in numpy_batches(images, labels, batch_size, seed):
-        _, _, h, w = x.shape
-        out = torch.empty_like(x)
-        for i in range(x.shape[0]):
-            area = h * w * rng.uniform(*CROP_AREA)
-            aspect = math.exp(rng.uniform(*LOG_RATIO))
-            ch = min(h, max(1, round(math.sqrt(area / aspect))))
-            cw = min(w, max(1, round(math.sqrt(area * aspect))))
-            top, left = int(rng.integers(0, h - ch + 1)), int(rng.integers(0, w - cw + 1))
-            crop = F.interpolate(x[i : i + 1, :, top : top + ch, left : left + cw], size=(h, w), mode="bilinear")
-            out[i] = crop[0].flip(-1) if rng.random() < 0.5 else crop[0]
-        seen += out.shape[0]
-    return seen
+def augmented_batches(
+    images: np.ndarray, labels: np.ndarray, batch_size: int, seed: int, generator: torch.Generator
+) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+    """The augmentation baseline: the NumPy batches, each cropped and mirrored as a batch by `torch_augment`."""
+    for x, y in numpy_batches(images, labels, batch_size, seed):
+        yield torch_augment(x, generator), y
+
+
+def epoch(batches: Iterator[tuple[torch.Tensor, torch.Tensor]]) -> int:
+    """Consume one epoch of batches; the images seen."""
+    return sum(x.shape[0] for x, _ in batches)
+
+
+def check_epochs(what: str, ours: Iterator, base: Iterator, atol: float = 0.0) -> None:
+    """Exit non-zero unless two epochs give the same batches (inputs within `atol`, targets exactly), one at a time."""
+    for i, pair in enumerate(itertools.zip_longest(ours, base)):
+        if None in pair:
+            raise SystemExit(f"{what}: lifelong and the baseline give different numbers of batches per epoch")
+        (x, y), (bx, by) = pair
+        require_same(f"{what}, batch {i}: inputs", x, bx, atol=atol)
+        require_same(f"{what}, batch {i}: targets", y, by)
 
 
 def bench_batches(images: np.ndarray, labels: np.ndarray, side: int, batch_size: int, repeats: int) -> list[dict]:
     task = TaskKey("bench", TaskKind.MULTI_CLASS, int(labels.max()) + 1)
     data = ArrayDataset(task, "train", images, labels)
-    gen = torch.Generator()
+    gen, base_gen = torch.Generator(), torch.Generator()
 
-    # Same seed, same order: the first batches must be identical, else the comparison is not like for like.
-    ours = prepare_batch(next(data.batches(batch_size, shuffle=True, seed=0)).images, channels=3)
-    base, _ = next(numpy_batches(images, labels, batch_size, 0))
-    if not torch.equal(ours, base):
-        raise SystemExit(f"{side}x{side}: lifelong and baseline batches differ (max {(ours - base).abs().max():.3g})")
-
-    warm = slice(0, 2 * batch_size)  # first calls of torch kernels allocate and dispatch; keep them out
-    small = ArrayDataset(task, "train", images[warm], labels[warm])
-    lifelong_epoch(small, batch_size, 0, gen.manual_seed(0))
-    per_image_augment_epoch(images[warm], labels[warm], batch_size, 0)
+    # Same seed, same order, same crops: every batch of an epoch must match, else the comparison is not like for
+    # like (untimed; this also pays the torch kernels' first calls before timing).
+    shape = f"{side}x{side}x3"
+    check_epochs(
+        f"{shape} batches", lifelong_batches(data, batch_size, 0, None), numpy_batches(images, labels, batch_size, 0)
+    )
+    check_epochs(
+        f"{shape} augmented batches",
+        lifelong_batches(data, batch_size, 0, gen.manual_seed(0)),
+        augmented_batches(images, labels, batch_size, 0, base_gen.manual_seed(0)),
+        atol=AUGMENT_ATOL,
+    )
 
     plain = interleaved(
         {
-            "lifelong": lambda r: lifelong_epoch(data, batch_size, r, None),
-            "numpy": lambda r: numpy_epoch(images, labels, batch_size, r),
+            "lifelong": lambda r: epoch(lifelong_batches(data, batch_size, r, None)),
+            "numpy": lambda r: epoch(numpy_batches(images, labels, batch_size, r)),
         },
         repeats,
     )
     augmented = interleaved(
         {
-            "lifelong": lambda r: lifelong_epoch(data, batch_size, r, gen.manual_seed(r)),
-            "numpy": lambda r: per_image_augment_epoch(images, labels, batch_size, r),
+            "lifelong": lambda r: epoch(lifelong_batches(data, batch_size, r, gen.manual_seed(r))),
+            "numpy": lambda r: epoch(augmented_batches(images, labels, batch_size, r, base_gen.manual_seed(r))),
         },
         repeats,
     )
-    n, shape = len(images), f"{side}x{side}x3"
+    n = len(images)
     return [
         row(f"{shape} batches + prepare_batch", n, plain["lifelong"], plain["numpy"], "numpy batches"),
-        row(f"{shape} ... + augment", n, augmented["lifelong"], augmented["numpy"], "numpy + per-image crop"),
+        row(f"{shape} ... + augment", n, augmented["lifelong"], augmented["numpy"], "numpy + torch batch crop"),
     ]
 
 
@@ -210,6 +232,18 @@ def naive_build(images: np.ndarray, labels: np.ndarray, size: int, seed: int) ->
     return {name: (resized[idx], kept_labels[idx]) for name, idx in zip(SPLIT_PERCENTS, parts, strict=True)}
 
 
+def sorted_pairs(splits: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+    """Every split's (image, label) pairs as byte rows [N, pixels + 8], in sorted order (which split: ignored)."""
+    rows = np.concatenate(
+        [
+            np.concatenate([x.reshape(len(x), -1), np.asarray(y, np.int64).view(np.uint8).reshape(len(y), -1)], axis=1)
+            for x, y in splits
+        ]
+    )
+    rows = np.ascontiguousarray(rows)
+    return rows[np.argsort(rows.view(f"V{rows.shape[1]}").ravel(), kind="stable")]
+
+
 def bench_build(images: np.ndarray, labels: np.ndarray, sizes: list[int], repeats: int) -> list[dict]:
     num_classes = int(labels.max()) + 1
     names = tuple(str(c) for c in range(num_classes))
@@ -217,16 +251,13 @@ def bench_build(images: np.ndarray, labels: np.ndarray, sizes: list[int], repeat
     labeled = LabeledImages(images, labels, [f"bench[{i}]" for i in range(len(images))], names, TaskKind.MULTI_CLASS)
     rows = []
     for size in sizes:
-        # Both must keep the same images and produce the same pixels (splits differ only in which rows go where).
+        # Both must keep the same (image, label) pairs with the same pixels; the splits differ only in which rows go
+        # where (each side draws its own permutation), so the pairs are compared sorted.
         ours = build_task_splits(key, labeled, resolution=size, channels=3, seed=0)
         base = naive_build(images, labels, size, 0)
-        ours_sum = sum(int(ours.get(s).images.sum(dtype=np.int64)) for s in SPLIT_PERCENTS)
-        base_sum = sum(int(v[0].sum(dtype=np.int64)) for v in base.values())
-        ours_n, base_n = sum(len(ours.get(s)) for s in SPLIT_PERCENTS), sum(len(v[0]) for v in base.values())
-        if (ours_n, ours_sum) != (base_n, base_sum):
-            raise SystemExit(
-                f"build to {size}: lifelong kept {ours_n} (pixel sum {ours_sum}), baseline {base_n} ({base_sum})"
-            )
+        ours_rows = sorted_pairs([(ours.get(s).images, ours.get(s).labels()) for s in SPLIT_PERCENTS])
+        require_same(f"build to {size}: kept images and labels", ours_rows, sorted_pairs(list(base.values())))
+        ours_n = len(ours_rows)
         seconds = interleaved(
             {
                 "lifelong": lambda r, s=size: build_task_splits(key, labeled, resolution=s, channels=3, seed=r),
@@ -363,12 +394,12 @@ def _load() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes, one repeat, the first 2 events only")
+    parser.add_argument("--quick", action="store_true", help="small sizes, one repeat, 2 events at 1 epoch")
     parser.add_argument("--images", type=int, help="images per pipeline measurement (default 20000; quick 3000)")
     parser.add_argument("--repeats", type=int, help="timed epochs per variant, median reported (default 3; quick 1)")
     parser.add_argument("--batch-size", type=int, default=128, help="batch size (IndependentLearner's largest)")
     parser.add_argument("--source", choices=("auto", "fashion-mnist", "letters"), default="auto")
-    parser.add_argument("--epochs", type=int, default=None, help="IndependentLearner epochs (default: its config)")
+    parser.add_argument("--epochs", type=int, help="IndependentLearner epochs (default: its config; quick 1)")
     parser.add_argument("--events", type=int, help="stop the runs after this many events (default all; quick 2)")
     parser.add_argument("--skip-pipeline", action="store_true", help="only measure the environment overhead")
     parser.add_argument("--skip-overhead", action="store_true", help="only measure the data pipeline")
@@ -385,6 +416,7 @@ def main(argv: list[str] | None = None) -> int:
     n = args.images or (3000 if args.quick else 20000)
     repeats = args.repeats or (1 if args.quick else 3)
     stop_after = args.events if args.events is not None else (2 if args.quick else None)
+    epochs = args.epochs if args.epochs is not None else (1 if args.quick else None)
 
     threads = set_torch_threads(args.threads)
     started = time.perf_counter()
@@ -420,10 +452,10 @@ def main(argv: list[str] | None = None) -> int:
             (Path(tmp) / "run").mkdir()
             warm_up_learner()
             overhead = [
-                bench_run(args.epochs, stop_after, Path(tmp) / "run"),
-                bench_execute(args.epochs, stop_after, threads, Path(tmp) / "execute", args.profile),
+                bench_run(epochs, stop_after, Path(tmp) / "run"),
+                bench_execute(epochs, stop_after, threads, Path(tmp) / "execute", args.profile),
             ]
-        print_overhead(overhead, args.epochs)
+        print_overhead(overhead, epochs)
         if stop_after is not None:
             print(f"  (partial runs: first {stop_after} events; execute() draws no plots for an unfinished run)")
         results["overhead"] = overhead

@@ -26,6 +26,7 @@ reference runs; SUMMARY lines give each variant's mean and worst difference and 
 Run: python benchmarks/bench_probe.py [--quick] [--set small|level|both] [--classes 1000 --per-class 50
      --dim 64 --test-per-class 50] [--seeds 22] [--threads 1] [--device cpu|cuda] [--scale --scale-epochs 1]
      [--features DIR [--levels L1,L5]] [--variant NAME=epochs:20,wds:1e-12/1e-8/1e-4,heads:1 ...]
+--quick: both sets and --scale at toy sizes (3 reference trials x 10 epochs): a smoke run, its ratios meaningless.
 """
 
 from __future__ import annotations
@@ -278,7 +279,9 @@ def main() -> None:
     parser.add_argument("--scale-dim", type=int, default=2048)
     parser.add_argument("--scale-epochs", type=int, default=1)
     parser.add_argument("--scale-lr-points", type=int, default=1, help="heads in the measured run (one wd each)")
-    parser.add_argument("--quick", action="store_true", help="smoke run in seconds (sizes and trials cut down)")
+    parser.add_argument(
+        "--quick", action="store_true", help="smoke run in seconds (sizes and trials cut down), --scale included"
+    )
     parser.add_argument(
         "--features", type=Path, default=None, help="a CoG features set folder (real features): probe its levels"
     )
@@ -298,7 +301,7 @@ def main() -> None:
         args.classes, args.per_class, args.dim, args.test_per_class = 50, 20, 16, 10
         args.small_classes, args.small_per_class, args.small_dim, args.small_test_per_class = 10, 30, 16, 20
         args.trials, args.epochs = 3, 10
-        args.scale_classes, args.scale_per_class, args.scale_dim = 20, 50, 32
+        args.scale, args.scale_classes, args.scale_per_class, args.scale_dim = True, 20, 50, 32
     args.device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     set_torch_threads(args.threads)
     print(

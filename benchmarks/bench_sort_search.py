@@ -5,11 +5,12 @@ samples, written once to a temporary folder as dense uint8 .npy (read by the bas
 (read by lifelong, row chunks by positioned reads: no memory map, no whole-file load).
 
 The baseline is the paper's algorithm written plainly: load the dense matrix, column sums and a full stable
-argsort; permute the evaluated matrix into ranked order (A P), take the n' uniform positions, a dense DP per row
-(2b-1 on int, cumsum, first argmax with S(0)=0); then full unpacked step predictions scattered back to sample
-order and scored (error, aggregate error, kappa). Both sides must agree exactly (orders, thresholds, metrics).
-A kinder search baseline that gathers only the n' sampled columns of the dense matrix is reported too; it is
-bound by loading the dense file, so its ratio is mostly the 8x of bit-packing plus lifelong's streaming.
+argsort; gather the n' sampled columns of the evaluated matrix in ranked order, a dense DP per row (2b-1 on int,
+cumsum, first argmax with S(0)=0); then full unpacked step predictions scattered back to sample order and scored
+(error, aggregate error, kappa). The search baseline is bound by loading the dense file, so its ratio is mostly
+the 8x of bit-packing plus lifelong's streaming. A naive search that permutes the whole evaluated matrix into
+ranked order (A P) first is printed as an extra line, outside the PASS line. Every baseline's output must equal
+lifelong's (orders and thresholds exactly, metrics to 1e-12), else the run exits non-zero.
 
 Each (stage, side) runs in its own subprocess: once timed (best of --repeats), once under tracemalloc for the
 peak of Python/NumPy heap allocations; peak RSS growth of that process is printed too (memory-mapped or
@@ -34,20 +35,22 @@ import tracemalloc
 from pathlib import Path
 
 import numpy as np
+from _same import require_same
 
 MIB = 2**20
-STAGES = ("sort", "search", "search_lite", "score")
+STAGES = ("sort", "search", "search_full", "score")
+HEADLINE = ("sort", "search", "score")  # the stages of the PASS line, each against its fairest baseline
 LABELS = {
     "sort": "sort (column sums)",
     "search": "search n'={budget}",
-    "search_lite": "  base: n' cols only",
+    "search_full": "  naive: full A P",
     "score": "predict + score",
 }
 # (baseline output, lifelong output) that must agree, per stage
 OUTPUTS = {
     "sort": [("order", "order")],
     "search": [("k", "k")],
-    "search_lite": [("k_lite", "k")],
+    "search_full": [("k_full", "k")],
     "score": [("error", "error"), ("aggregate", "aggregate"), ("kappa", "kappa")],
 }
 
@@ -85,8 +88,8 @@ def base_sort(folder: Path, budget: int) -> dict:
     return {"order": np.lexsort((tie_keys(sums.size), -sums))}
 
 
-def base_search(folder: Path, budget: int) -> dict:
-    """A P in full, n' uniform positions, dense DP per row, midpoint extrapolation."""
+def base_search_full(folder: Path, budget: int) -> dict:
+    """The naive search: A P in full, n' uniform positions, dense DP per row, midpoint extrapolation."""
     E = np.load(folder / "eval_dense.npy")
     order = np.load(folder / "order_base.npy")
     m, n = E.shape
@@ -101,11 +104,11 @@ def base_search(folder: Path, budget: int) -> dict:
         lo = idx[kp - 1] + 1 if kp > 0 else 0
         hi = idx[kp] if kp < budget else n
         k[i] = (lo + hi) // 2
-    return {"k": k}
+    return {"k_full": k}
 
 
-def base_search_lite(folder: Path, budget: int) -> dict:
-    """A kinder baseline: gather only the n' sampled columns of the dense matrix (no full A P), same DP."""
+def base_search(folder: Path, budget: int) -> dict:
+    """The fair search: gather only the n' sampled columns of the dense matrix (no full A P), the same DP."""
     E = np.load(folder / "eval_dense.npy")
     order = np.load(folder / "order_base.npy")
     m, n = E.shape
@@ -117,7 +120,7 @@ def base_search_lite(folder: Path, budget: int) -> dict:
         q[q == 0] = -1
         kp = int(np.argmax(np.concatenate(([0], np.cumsum(q)))))
         k[i] = ((idx[kp - 1] + 1 if kp > 0 else 0) + (idx[kp] if kp < budget else n)) // 2
-    return {"k_lite": k}
+    return {"k": k}
 
 
 def base_score(folder: Path, budget: int) -> dict:
@@ -175,7 +178,7 @@ def ours_score(folder: Path, budget: int) -> dict:
 RUNNERS = {
     ("base", "sort"): base_sort,
     ("base", "search"): base_search,
-    ("base", "search_lite"): base_search_lite,
+    ("base", "search_full"): base_search_full,
     ("base", "score"): base_score,
     ("ours", "sort"): ours_sort,
     ("ours", "search"): ours_search,
@@ -230,14 +233,15 @@ def run_child(side: str, stage: str, folder: Path, budget: int, measure: str, re
 
 
 def check_equal(folder: Path, stage: str) -> str:
-    """Assert both sides produced the same result for a stage."""
+    """Exit non-zero unless the baseline produced lifelong's result for a stage; returns the verdict."""
+    verdicts = set()
     for base_key, ours_key in OUTPUTS[stage]:
-        a, b = np.load(folder / f"{base_key}_base.npy"), np.load(folder / f"{ours_key}_ours.npy")
-        if ours_key in ("order", "k"):
-            assert np.array_equal(a, b), f"{stage}: {base_key} differs between baseline and lifelong"
-        else:
-            assert np.allclose(a, b, rtol=1e-12, atol=1e-12, equal_nan=True), f"{stage}: {base_key} differs"
-    return "identical" if stage != "score" else "equal (1e-12)"
+        base, ours = np.load(folder / f"{base_key}_base.npy"), np.load(folder / f"{ours_key}_ours.npy")
+        # orders and thresholds are integers: exact; the metrics are float ratios of the same counts, computed as
+        # means of 0/1 arrays by the baseline and from popcounts by lifelong, so they may differ in the last bits
+        tol = 0.0 if ours_key in ("order", "k") else 1e-12
+        verdicts.add(require_same(f"{stage}: {base_key}", ours, base, atol=tol, rtol=tol))
+    return verdicts.pop() if len(verdicts) == 1 else ", ".join(sorted(verdicts))
 
 
 def main() -> None:
@@ -275,7 +279,7 @@ def main() -> None:
         for stage in STAGES:
             measured = {}
             for side in ("base", "ours"):
-                if (side, stage) not in RUNNERS:  # the kinder search baseline is compared with the same lifelong run
+                if (side, stage) not in RUNNERS:  # the naive search baseline is compared with the same lifelong run
                     measured[side] = rows[-1][1][side]
                     continue
                 memory = run_child(side, stage, folder, budget, "memory", 1)  # also writes the outputs
@@ -290,21 +294,17 @@ def main() -> None:
     )
     print(head)
     print("-" * len(head))
-    all_pass, lite_pass = True, True
+    verdicts = {}
     for stage, m, agree in rows:
         base, ours = m["base"], m["ours"]
         speed = base["seconds"] / ours["seconds"]
         mem = base["peak"] / max(1, ours["peak"])
-        ok = speed >= 10 and mem >= 8
-        if stage == "search_lite":
-            lite_pass = ok
-        else:
-            all_pass &= ok
+        ok = verdicts[stage] = speed >= 10 and mem >= 8
         print(
             f"{LABELS[stage].format(budget=budget):<20} {base['seconds']:>8.3f} {ours['seconds']:>8.3f} "
             f"{speed:>8.1f}x {base['peak'] / MIB:>9.1f} {ours['peak'] / MIB:>9.1f} {mem:>8.1f}x "
             f"{base['rss'] / MIB:>9.1f} {ours['rss'] / MIB:>9.1f}  "
-            f"{agree:<14} {'PASS' if ok else 'FAIL'}"
+            f"{agree:<14} {_verdict(ok)}"
         )
     sort_base, sort_ours = rows[0][1]["base"], rows[0][1]["ours"]
     print(
@@ -312,13 +312,19 @@ def main() -> None:
         f"base {sort_base['first']:.3f} s, ours {sort_ours['first']:.3f} s, "
         f"{sort_base['first'] / sort_ours['first']:.1f}x"
     )
+    headline = all(verdicts[stage] for stage in HEADLINE)
     print(
-        f"target >= 10x faster and >= 8x less peak heap memory, sort / search / score: {'PASS' if all_pass else 'FAIL'}"
+        f"target >= 10x faster and >= 8x less peak heap memory, sort / search (gather-only baseline) / score: "
+        f"{_verdict(headline)}"
     )
-    print(f"  same target for search against the gather-only baseline: {'PASS' if lite_pass else 'FAIL'}")
+    print(f"  (extra) same target for search against the naive full A P baseline: {_verdict(verdicts['search_full'])}")
     if args.json:
         args.json.write_text(json.dumps({stage: m for stage, m, _ in rows}, indent=2))
     print("(MiB: tracemalloc peak of heap allocations; RSS+: growth of the process's peak resident memory in MiB)")
+
+
+def _verdict(ok: bool) -> str:
+    return "PASS" if ok else "FAIL"
 
 
 if __name__ == "__main__":

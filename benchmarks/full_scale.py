@@ -23,7 +23,8 @@ Stages (each timed, wall and CPU):
 Memory: ru_maxrss of the process and its children, and RSS (the process and its descendants) sampled in a thread.
 The cost comparison of the paper (evaluations done against exhaustive evaluation) is printed at the end.
 
-Run: python benchmarks/full_scale.py [--scale 0.01] [--workdir DIR] [--json PATH]
+Run: python benchmarks/full_scale.py [--scale 0.01] [--workdir DIR] [--json PATH] [--quick]
+--quick: a smoke run at --scale 0.01 (312 models x 16,977 samples), every stage and check included.
 """
 
 from __future__ import annotations
@@ -326,7 +327,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--sample-chunk", type=int, default=100_000, help="samples per add_samples call")
     parser.add_argument("--verify", type=int, default=8, help="estimated rows read back and checked at the end")
     parser.add_argument("--keep-store", action="store_true", help="keep WORKDIR/store (it is several GB at full size)")
+    parser.add_argument("--quick", action="store_true", help="smoke run: --scale 0.01")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.scale = 0.01
 
     n_models = max(2, round(args.models * args.scale))
     n = max(8, round(args.samples * args.scale))
@@ -383,7 +387,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 raise AssertionError("store-backed sort differs from the sort of the generated rows' column sums")
             del check_sums
             with clock.op("sort: plan_model"):
-                plan = plan_model(store, budget)
+                plan = plan_model(store, budget, sampling="uniform")  # Sort & Search's plan (METHOD)
             rec["sort_version"] = version
 
         byte = plan.sample_ids >> 3
@@ -482,7 +486,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.keep_store:
         print(f"store kept at {store_path}")
     else:
-        shutil.rmtree(store_path)
+        shutil.rmtree(store_path if args.workdir else workdir)  # a temporary workdir goes with its store
         print(f"store {store_path} deleted")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

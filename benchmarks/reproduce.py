@@ -12,7 +12,9 @@ Run: python benchmarks/reproduce.py [--only nevis,clear,nevis-real,clear-real] [
          EfficientNet-Lite0 (the [models] extra) at 64 px (about 15 minutes a seed each on one CPU thread).
   clear-real: clear-mini iid, 5 seeds: the linear regime on EfficientNet-Lite0 features (the first seed encodes
          every image, about 30 minutes; the others read the feature cache).
-Default: nevis and clear. --quick: one seed and one epoch everywhere (a smoke test of the script, not the figures).
+Default: nevis and clear. --quick: one seed and one epoch everywhere, nevis-mini at 16 px with its pretrained learner
+only (from a checkpoint of 10 images per class), a smaller clear-mini (QUICK_CLEAR), in a temporary --work: a smoke
+test of the script, not the figures.
 """
 
 from __future__ import annotations
@@ -23,10 +25,14 @@ import re
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 LIFELONG = [sys.executable, "-m", "lifelong.cli"]
+QUICK_NEVIS = ["-o", "epochs=1", "-o", "resolution=16"]
+QUICK_NEVIS_LEARNERS = ("pretrained",)  # the others run the same command without the checkpoint (10-30 s each)
+QUICK_CLEAR = ["-s", "n_per_class=20", "-s", "num_buckets=4", "-s", "unlabeled_per_bucket=200"]  # 3 labeled buckets
 
 
 def lifelong(*args: str, cwd: Path) -> None:
@@ -64,7 +70,7 @@ def _row(experiment: str, metric: str, values: list[float], infos: list[dict]) -
 
 
 def nevis(work: Path, quick: bool) -> list[dict]:
-    seeds, epochs = ("1", ["-o", "epochs=1"]) if quick else ("3", [])
+    seeds, epochs = ("1", QUICK_NEVIS) if quick else ("3", [])
     checkpoint = work / "pretrained" / "chars.pt"
     if not checkpoint.exists():
         lifelong(
@@ -73,7 +79,7 @@ def nevis(work: Path, quick: bool) -> list[dict]:
             "--out",
             str(checkpoint),
             "-o",
-            "n_per_class=80",
+            "n_per_class=10" if quick else "n_per_class=80",
             "--epochs",
             "1" if quick else "10",
             "--seed",
@@ -87,6 +93,10 @@ def nevis(work: Path, quick: bool) -> list[dict]:
         "finetune-knn": [],
         "pretrained": ["-o", f"checkpoint={checkpoint}"],
     }
+    if quick:
+        skipped = [learner for learner in learners if learner not in QUICK_NEVIS_LEARNERS]
+        print(f"--quick: nevis-mini learners {', '.join(skipped)} skipped (the same command with another learner)")
+        learners = {learner: learners[learner] for learner in QUICK_NEVIS_LEARNERS}
     for learner, options in learners.items():
         lifelong(
             "run",
@@ -128,7 +138,7 @@ def nevis_real(work: Path, quick: bool) -> list[dict]:
 
 def clear_real(work: Path, quick: bool) -> list[dict]:
     seeds = "1" if quick else "5"
-    options = ["-o", "encoder=efficientnet-lite0", *(["-o", "linear_epochs=1"] if quick else [])]
+    options = ["-o", "encoder=efficientnet-lite0", *(["-o", "linear_epochs=1", *QUICK_CLEAR] if quick else [])]
     lifelong("run", "--stream", "clear-mini", "--protocol", "iid", "--learner", "finetune", "--seeds", seeds,
              "--out", "clear-real", *options, "--resume", cwd=work)  # fmt: skip
     found = summaries(work / "clear-real", "clear-mini-")
@@ -139,10 +149,10 @@ def clear_real(work: Path, quick: bool) -> list[dict]:
 
 
 def clear(work: Path, quick: bool) -> list[dict]:
-    seeds, epochs = ("1", ["-o", "epochs=1"]) if quick else ("5", [])
+    seeds, epochs, stream = ("1", ["-o", "epochs=1"], QUICK_CLEAR) if quick else ("5", [], [])
     encoder = work / "encoders" / "clear-mini-simclr.pt"
     if not encoder.exists():
-        lifelong("pretrain-ssl", "--out", str(encoder), *(["--epochs", "1"] if quick else []), cwd=work)
+        lifelong("pretrain-ssl", "--out", str(encoder), *(["--epochs", "1"] if quick else []), *stream, cwd=work)
     rows = []
     for label, options in (("finetune (CNN)", epochs), ("finetune (linear)", ["-o", f"encoder={encoder}"])):
         out = "clear-cnn" if "CNN" in label else "clear-linear"
@@ -159,6 +169,7 @@ def clear(work: Path, quick: bool) -> list[dict]:
             "--out",
             out,
             *options,
+            *stream,
             "--resume",
             cwd=work,
         )
@@ -191,23 +202,37 @@ def markdown(rows: list[dict]) -> str:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default="nevis,clear", help=f"comma-separated, of {', '.join(EXPERIMENTS)}")
-    parser.add_argument("--work", type=Path, default=Path("reproduce"), help="folder for checkpoints and runs")
-    parser.add_argument("--quick", action="store_true", help="one seed, one epoch: a smoke test of the script")
+    # --quick's default is a fresh folder: --resume must not find an earlier run's results and skip the work
+    work_help = "folder for checkpoints and runs (default: reproduce; --quick: a temporary folder, deleted after)"
+    parser.add_argument("--work", type=Path, default=None, help=work_help)
+    parser.add_argument("--quick", action="store_true", help="one seed, one epoch, small sizes: a smoke test")
     args = parser.parse_args(argv)
     chosen = [name.strip() for name in args.only.split(",") if name.strip()]
     unknown = [name for name in chosen if name not in EXPERIMENTS]
     if unknown or not chosen:
         parser.error(f"--only {args.only!r}: choose among {', '.join(EXPERIMENTS)}")
-    args.work.mkdir(parents=True, exist_ok=True)
+    if args.quick and args.work is None:
+        with tempfile.TemporaryDirectory(prefix="reproduce-quick-") as work:
+            reproduce(chosen, Path(work), quick=True)
+    else:
+        reproduce(chosen, args.work or Path("reproduce"), args.quick)
+
+
+def reproduce(chosen: list[str], work: Path, quick: bool) -> None:
+    """Run the `chosen` experiments in `work`; write reproduce.md and reproduce.json there and print the table."""
+    work.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     rows: list[dict] = []
     for name in chosen:
-        rows += EXPERIMENTS[name](args.work, args.quick)
-    (args.work / "reproduce.json").write_text(json.dumps(rows, indent=2) + "\n")
+        rows += EXPERIMENTS[name](work, quick)
+    (work / "reproduce.json").write_text(json.dumps(rows, indent=2) + "\n")
     table = markdown(rows)
-    (args.work / "reproduce.md").write_text(table + "\n")
+    (work / "reproduce.md").write_text(table + "\n")
     print(table)
-    print(f"written to {args.work / 'reproduce.md'} and reproduce.json in {time.perf_counter() - started:.0f} s")
+    print(f"written to {work / 'reproduce.md'} and reproduce.json in {time.perf_counter() - started:.0f} s")
+    empty = [f"{row['experiment']} {row['metric']}" for row in rows if not row["per_seed"]]
+    if empty:
+        raise SystemExit(f"FAIL: no finished run gave {', '.join(empty)}")
 
 
 if __name__ == "__main__":
