@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+from _prereq import missing
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -16,7 +16,7 @@ def test_import_contracts_are_kept():
     lint = Path(sys.executable).with_name("lint-imports")
     command = str(lint) if lint.exists() else shutil.which("lint-imports")
     if command is None:
-        pytest.skip("import-linter is not installed (pip install -e '.[test]')")
+        missing("import-linter is not installed: pip install -e '.[test]'")
     done = subprocess.run([command, "--no-cache"], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert " 0 broken" in done.stdout.split("Contracts:")[-1]

@@ -5,11 +5,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
+from _prereq import import_or_missing
 from PIL import Image
 from typer.testing import CliRunner
+from waits import line_count, wait_for
 
 from lifelong.cli import app
 from lifelong.results.store import RunFolder
@@ -70,7 +71,7 @@ def test_learners_lists_registered_learners():
 
 
 def test_ray_executor_from_the_command_line(tmp_path):
-    pytest.importorskip("ray")
+    import_or_missing("ray", "ray")
     args = ["run", "--learner", "nearest-mean", "--seeds", 2, "--executor", "ray", "--num-cpus", 2]
     result = invoke(*args, "--out", tmp_path / "ray")
     local = invoke("run", "--learner", "nearest-mean", "--seeds", 2, "--out", tmp_path / "local")
@@ -84,15 +85,16 @@ def test_ray_executor_from_the_command_line(tmp_path):
 
 def test_ctrl_c_leaves_a_resumable_run(tmp_path):
     command = [sys.executable, "-m", "lifelong.cli", "run", "--out", str(tmp_path), "-o", "epochs=1"]
-    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    log = tmp_path / "child.log"  # a file, not a pipe: a full pipe would stall the child before its records
+    with log.open("w") as out:
+        child = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, text=True)
     from lifelong.commands.runner import RunSpec
 
     events = tmp_path / RunSpec(learner_options={"epochs": 1}).run_id / "events.jsonl"  # -o: the id has a hash
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline and not (events.exists() and events.read_text().count("\n") >= 2):
-        time.sleep(0.1)
+    wait_for(lambda: line_count(events) >= 2, "the run's second record", limit_s=600, child=child)
     os.kill(child.pid, signal.SIGINT)
-    output, _ = child.communicate(timeout=120)
+    child.wait(timeout=120)
+    output = log.read_text()
     assert child.returncode == 130, output
     assert "--resume" in output
     done = len(RunFolder(events.parent).read_records())

@@ -12,7 +12,7 @@ import threading
 import time
 
 import numpy as np
-import pytest
+from _prereq import import_or_missing
 
 from lifelong.commands.remote_runs import run_remote
 from lifelong.commands.runner import RunSpec
@@ -80,7 +80,7 @@ def _per_node(placements, names):
 
 
 def test_trials_and_runs_spread_over_two_nodes_and_survive_a_killed_worker(tmp_path):
-    pytest.importorskip("ray")
+    import_or_missing("ray", "ray")
     cluster, names, homes = _start_cluster(tmp_path)
     executor = RayExecutor(address=cluster.address, cpus_per_item=1)
     driver = tmp_path / "driver"

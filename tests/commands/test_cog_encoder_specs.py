@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import csv
-import importlib.util
 import json
 
-import pytest
+from _prereq import needs_package
 from commands.test_cog_folders import IMAGES_PER_CONCEPT, seen_val_args, write_concepts
 from support import save_tiny_hf_resnet
 from typer.testing import CliRunner
@@ -15,9 +14,7 @@ from lifelong.cli import app
 from lifelong.commands.cog_prepare import plan_features
 from lifelong.concepts.wnids import imagenet1k, imagenet21k
 
-needs_transformers = pytest.mark.skipif(
-    importlib.util.find_spec("transformers") is None, reason="transformers ([models] extra) not installed"
-)
+needs_transformers = needs_package("transformers", "models")
 
 
 def _data(tmp_path):

@@ -6,13 +6,14 @@ import json
 from pathlib import Path
 
 import pytest
+from _prereq import FASHION_MNIST, needs_fashion_mnist
 from fetch_fixtures import digest, manifest_toml, mnist_files, write_files
 from loopback import Loopback, Route
 from typer.testing import CliRunner
+from waits import wait_for
 
 from lifelong.cli import app
 from lifelong.data.sources import load_source
-from lifelong.data.sources.idx import FASHION_MNIST_DIRS
 
 runner = CliRunner()
 
@@ -142,10 +143,11 @@ def test_a_broken_lab_manifest_is_named(tmp_path):
     assert result.exit_code == 2 and "bad.toml: dataset 'x': converter 'nope'" in result.output
 
 
-@pytest.mark.skipif(not any(d.is_dir() for d in FASHION_MNIST_DIRS), reason="needs Debian's dataset-fashion-mnist")
+@needs_fashion_mnist
 def test_debians_recompressed_fashion_mnist_is_accepted_by_its_payload(tmp_path):
-    source = next(d for d in FASHION_MNIST_DIRS if d.is_dir())
-    result = runner.invoke(app, ["data", "fetch", "fashion_mnist", "--from", str(source), "--data-root", str(tmp_path)])
+    result = runner.invoke(
+        app, ["data", "fetch", "fashion_mnist", "--from", str(FASHION_MNIST), "--data-root", str(tmp_path)]
+    )
     assert result.exit_code == 0, result.output
     assert "checked by payload_sha256" in result.output
     data = load_source(f"idx:{tmp_path / 'fashion_mnist'}")
@@ -157,7 +159,6 @@ def test_a_fetch_killed_mid_file_resumes_with_range_on_the_next_run(tmp_path):
     import signal
     import subprocess
     import sys
-    import time
 
     files, _ = mnist_files(train=400)  # a train-images file of about 300 KB, served slowly
     big = "train-images-idx3-ubyte.gz"
@@ -169,9 +170,7 @@ def test_a_fetch_killed_mid_file_resumes_with_range_on_the_next_run(tmp_path):
                    "--data-root", str(root)]  # fmt: skip
         process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         part = root / ".fetch" / "downloads" / "lab_digits" / f"{big}.part"
-        deadline = time.monotonic() + 60
-        while not (part.exists() and part.stat().st_size > 20_000) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_for(lambda: part.exists() and part.stat().st_size > 20_000, f"20 KB in {part}", 120, process)
         os.kill(process.pid, signal.SIGKILL)
         process.wait()
         kept = part.stat().st_size

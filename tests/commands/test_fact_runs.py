@@ -10,11 +10,11 @@ import json
 from pathlib import Path
 
 import pytest
+from _prereq import emoji_art
 from PIL import Image
 from typer.testing import CliRunner
 
 from lifelong.cli import app
-from lifelong.data.sources.emoji_art import INSTALL_SCRIPT, STYLES, EmojiArt
 from lifelong.report.html import write_report
 
 SMALL = {"size": 16, "n_sp": 8, "n_spo": 12, "n_images": 388, "min_per_fact": 2, "max_per_fact": 40}
@@ -24,9 +24,7 @@ FAST = {"epochs": 1, "batch_size": 32, "resolution": 16}
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    missing = EmojiArt().missing(STYLES)
-    if missing:
-        pytest.skip(f"emoji style(s) {missing} not installed: run {INSTALL_SCRIPT}")
+    emoji_art()
     root = tmp_path_factory.mktemp("fact-runs")
     args = ["run", "--stream", "facts-mini", "--learner", "fact-finetune", "--seeds", "2"]
     args += ["--out", str(root / "runs"), "--data-root", str(root / "data")]

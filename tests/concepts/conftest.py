@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import os
 
+import _prereq
 import pytest
 
-from lifelong.concepts import WordNetNotFoundError, find_wordnet, open_wordnet, taxonomy
+from lifelong.concepts import taxonomy
 from lifelong.concepts.corpus import corpus_with
 from lifelong.concepts.wnids import imagenet1k
-
-SKIP_REASON = "WordNet 3.0 is not installed: apt-get install wordnet-base (Debian package)"
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -28,11 +27,7 @@ def wordnet_cache(tmp_path_factory):
 @pytest.fixture(scope="session")
 def wordnet(wordnet_cache):
     """nltk's reader over the local WordNet 3.0, or a skip naming the Debian package to install."""
-    try:
-        find_wordnet()
-    except WordNetNotFoundError:
-        pytest.skip(SKIP_REASON)
-    return open_wordnet()
+    return _prereq.wordnet()
 
 
 @pytest.fixture(scope="session")

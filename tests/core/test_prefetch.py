@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 
@@ -17,17 +16,18 @@ def test_items_come_out_in_order(depth):
 
 def test_the_producer_runs_ahead_on_another_thread():
     made_on = []
+    made_all = threading.Event()
 
     def produce():
         for i in range(3):
             made_on.append(threading.current_thread().name)
+            if i == 2:
+                made_all.set()
             yield i
 
     items = prefetched(produce(), depth=2)
     assert next(items) == 0
-    deadline = time.monotonic() + 5
-    while len(made_on) < 3 and time.monotonic() < deadline:
-        time.sleep(0.01)
+    assert made_all.wait(timeout=60), "the producer did not make items 1 and 2 ahead (60 s safety net)"
     assert made_on == ["lifelong-prefetch"] * 3  # two more made before the consumer asked
     assert list(items) == [1, 2]
 
@@ -51,13 +51,13 @@ def test_leaving_early_stops_the_producer():
             produced.append(i)
             yield i
 
-    for item in prefetched(produce(), depth=2):
+    items = prefetched(produce(), depth=2)
+    for item in items:
         if item == 3:
             break
-    count = len(produced)
-    time.sleep(0.1)
-    assert len(produced) == count <= 3 + 2 + 2  # nothing made after the consumer left
+    items.close()  # what leaving the loop does once the generator is collected; returns when the producer has ended
     assert not [t for t in threading.enumerate() if t.name == "lifelong-prefetch"]
+    assert len(produced) <= 3 + 2 + 2  # with the producer gone, nothing more can be made
 
 
 def test_a_negative_depth_is_refused():

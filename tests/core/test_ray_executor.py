@@ -29,7 +29,9 @@ def _crash_first_time(job):
 
 @pytest.fixture(scope="module")
 def ray_session():
-    ray = pytest.importorskip("ray")
+    from _prereq import import_or_missing  # here: Ray workers import this module without tests/ on their path
+
+    ray = import_or_missing("ray", "ray")
     executor = RayExecutor(num_cpus=2)
     executor.map(_square, [0])  # starts the local Ray once for the module
     yield ray

@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
-import importlib.util
 import pickle
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from _prereq import needs_package
 
 from lifelong.core.tasks import TaskKind
 from lifelong.data.images import CorruptImageError
 from lifelong.data.sources import detect_source, load_source
 from lifelong.data.sources.cifar import cifar_layout
 
-HAS_DATASETS = importlib.util.find_spec("datasets") is not None
-needs_datasets = pytest.mark.skipif(not HAS_DATASETS, reason="`datasets` not installed: pip install 'lifelong[hf]'")
+needs_datasets = needs_package("datasets", "hf")
 
 
 def _batch(seed: int, n: int, **labels: list[int]) -> dict:

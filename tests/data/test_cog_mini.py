@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import os
-
+import _prereq
 import numpy as np
 import pytest
 
-from lifelong.concepts import WordNetNotFoundError, find_wordnet, imagenet1k, open_wordnet
+from lifelong.concepts import imagenet1k
 from lifelong.data.sources.cog_mini import (
     CogMiniOptions,
     build_cog_mini,
@@ -20,7 +19,6 @@ from lifelong.data.sources.emoji_art import (
     FAMILIES,
     FAMILY,
     HOLDOUT_FAMILIES,
-    INSTALL_SCRIPT,
     STYLES,
     EmojiArt,
     EmojiArtMissingError,
@@ -30,19 +28,9 @@ APPLE = "1F34E"  # red apple: drawn by every style, Symbola included
 
 
 @pytest.fixture(scope="module")
-def wordnet(tmp_path_factory):
-    """nltk's WordNet 3.0 laid out in a temporary cache, or a skip naming the Debian package."""
-    old = os.environ.get("LIFELONG_WORDNET_CACHE")
-    os.environ["LIFELONG_WORDNET_CACHE"] = str(tmp_path_factory.mktemp("wordnet-cache"))
-    try:
-        find_wordnet()
-    except WordNetNotFoundError:
-        pytest.skip("WordNet 3.0 is not installed: apt-get install wordnet-base (Debian package)")
-    yield open_wordnet()
-    if old is None:
-        os.environ.pop("LIFELONG_WORDNET_CACHE", None)
-    else:
-        os.environ["LIFELONG_WORDNET_CACHE"] = old
+def wordnet():
+    """nltk's WordNet 3.0 (laid out in the session's cache folder), or a skip naming the Debian package."""
+    return _prereq.wordnet()
 
 
 @pytest.fixture(scope="module")
@@ -51,9 +39,7 @@ def art():
 
 
 def needs(art: EmojiArt, styles=STYLES) -> None:
-    missing = art.missing(styles)
-    if missing:
-        pytest.skip(f"emoji style(s) {missing} not installed: run {INSTALL_SCRIPT}")
+    _prereq.emoji_art(styles, art)
 
 
 def tiny_options(**changes) -> CogMiniOptions:

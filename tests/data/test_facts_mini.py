@@ -6,9 +6,10 @@ import json
 
 import numpy as np
 import pytest
+from _prereq import emoji_art
 
 from lifelong.data.sources import facts_mini
-from lifelong.data.sources.emoji_art import FAMILY, INSTALL_SCRIPT, STYLES, EmojiArt
+from lifelong.data.sources.emoji_art import FAMILY, STYLES, EmojiArt
 from lifelong.data.sources.facts_mini import (
     ATTRIBUTES,
     RELATIONS,
@@ -35,11 +36,7 @@ def small(**changes) -> FactsMiniOptions:
 
 @pytest.fixture(scope="module")
 def art():
-    art = EmojiArt()
-    missing = art.missing(STYLES)
-    if missing:
-        pytest.skip(f"emoji style(s) {missing} not installed: run {INSTALL_SCRIPT}")
-    return art
+    return emoji_art()
 
 
 @pytest.fixture(scope="module")

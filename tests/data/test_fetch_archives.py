@@ -9,6 +9,7 @@ import sys
 
 import numpy as np
 import pytest
+from _prereq import missing, needs
 from archive_writers import compress_bytes, rar_bytes
 from fetch_fixtures import tar_bytes
 
@@ -32,7 +33,7 @@ def plain_tar(members: dict[str, bytes], links: dict[str, str] | None = None) ->
     return tar_bytes(members, "w", links)
 
 
-needs_libarchive = pytest.mark.skipif(bool(libarchive_missing()), reason=libarchive_missing() or "-")
+needs_libarchive = needs(not libarchive_missing(), libarchive_missing())
 
 
 def tree(folder) -> dict[str, bytes]:
@@ -45,7 +46,7 @@ def tree(folder) -> dict[str, bytes]:
 @pytest.mark.parametrize("tool", [["uncompress", "-c"], ["gzip", "-dc"]])
 def test_compress_output_is_read_back_by_the_system_decompressors(tool):
     if shutil.which(tool[0]) is None:
-        pytest.skip(f"{tool[0]} is not installed")
+        missing(f"{tool[0]} is not installed: apt-get install gzip (Debian package)")
     rng = np.random.default_rng(0)
     samples = [b"", b"a", b"abababababab", rng.integers(0, 3, 4000, dtype=np.uint8).tobytes()]
     samples.append(rng.integers(0, 256, 200_000, dtype=np.uint8).tobytes())  # codes grow from 9 to 16 bits

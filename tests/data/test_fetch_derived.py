@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _prereq import import_or_missing
 from fetch_fixtures import fetch_one_off, labels_by_item, png_bytes, zip_bytes
 from scipy.ndimage import rotate
 from scipy.spatial.transform import Rotation
@@ -221,7 +222,7 @@ DDSM_OPTIONS = {
 
 
 def test_a_key_from_a_cell_a_one_to_many_join_a_path_rewrite_and_the_first_row_per_image_are_pandas_answer(tmp_path):
-    pandas = pytest.importorskip("pandas")
+    pandas = import_or_missing("pandas", "hf")  # a dependency of datasets
 
     archive = ddsm_archive()
     data = fetched(tmp_path, {"cbis.zip": archive}, "table", DDSM_OPTIONS)

@@ -40,6 +40,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _prereq import import_or_missing, missing
 from archive_writers import compress_bytes, rar_bytes
 from fetch_fixtures import digest
 from PIL import Image
@@ -88,7 +89,7 @@ def array_of(spec: dict, rng: np.random.Generator) -> np.ndarray:
 
 
 def h5_bytes(spec: dict, rng: np.random.Generator, folder: Path) -> bytes:
-    h5py = pytest.importorskip("h5py", reason="HDF5 fixtures need h5py (the [fetch] extra)")
+    h5py = import_or_missing("h5py", "fetch")
     path = folder / f"fixture-{rng.integers(1 << 30)}.h5"
     with h5py.File(path, "w") as f:
         for key, array in spec.items():
@@ -115,7 +116,7 @@ def pack(file: str, members: dict[str, bytes]) -> bytes:
         try:
             libarchive()
         except MissingLibarchive as exc:
-            pytest.skip(str(exc))
+            missing(str(exc))
     if lower.endswith(".rar"):
         return rar_bytes(members)
     if file.endswith(".tar.Z"):

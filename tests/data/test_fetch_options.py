@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _prereq import import_or_missing
 from fetch_fixtures import fetch_one_off, labels_by_item, png_bytes, zip_bytes
 from PIL import Image
 
@@ -187,7 +188,7 @@ def test_min_per_class_train_per_class_and_grid_crops(tmp_path):
 
 
 def test_hdf5_arrays_with_flattened_column_major_items_and_bgr(tmp_path):
-    h5py = pytest.importorskip("h5py", reason="needs h5py (the [fetch] extra)")
+    h5py = import_or_missing("h5py", "fetch")
     images = RNG.integers(0, 256, (3, 4, 5, 3), dtype=np.uint8)  # N, H, W, C (BGR)
     path = tmp_path / "x.h5"
     with h5py.File(path, "w") as f:

@@ -1,16 +1,16 @@
 import numpy as np
 import pytest
+from _prereq import FASHION_MNIST as FASHION
+from _prereq import needs_fashion_mnist
 from support import write_idx
 
 from lifelong.core.tasks import TaskKind
 from lifelong.data.images import CorruptImageError
 from lifelong.data.sources import describe, load_source
-from lifelong.data.sources.idx import FASHION_MNIST_DIRS, read_idx
-
-FASHION = FASHION_MNIST_DIRS[0]
+from lifelong.data.sources.idx import read_idx
 
 
-@pytest.mark.skipif(not FASHION.is_dir(), reason=f"{FASHION} absent: apt-get install dataset-fashion-mnist")
+@needs_fashion_mnist
 def test_real_fashion_mnist_from_debian():
     data = load_source("fashion-mnist")
     assert len(data) == 70000 and data.images.shape == (70000, 28, 28, 1)

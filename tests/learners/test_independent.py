@@ -6,6 +6,7 @@ import pickle
 import numpy as np
 import pytest
 import torch
+from _prereq import import_or_missing
 from torch.utils.flop_counter import FlopCounterMode
 
 from lifelong.core import ArrayDataset, Learner, PredictEvent, Resources, TaskKey, TrainEvent
@@ -204,7 +205,7 @@ def test_predict_flops_is_forward_flops_per_example_times_items(resolution):
 
 @pytest.mark.slow
 def test_ray_executor_gives_the_local_result():
-    ray = pytest.importorskip("ray")
+    ray = import_or_missing("ray", "ray")
     options = {**FAST, "epochs": 1, "trials": 2}
     train_event, _ = _events(COLOURS_KEY, n=64)
     local = IndependentLearner(**options)

@@ -1,10 +1,9 @@
 """The fine-tuning options of the learners that fine-tune an encoder (-o finetune, frozen_groups, lr_multipliers,
 head_lr_multiplier): a frozen prefix stays bit-identical, a wrong multiplier count is refused before training."""
 
-import importlib.util
-
 import pytest
 import torch
+from _prereq import needs_package
 from support import save_tiny_hf_resnet, write_two_task_manifest
 from typer.testing import CliRunner
 
@@ -14,9 +13,7 @@ from lifelong.suites import get_stream
 from lifelong.training.encoders import load_encoder
 from lifelong.training.encoders.finetune import layer_groups
 
-needs_transformers = pytest.mark.skipif(
-    importlib.util.find_spec("transformers") is None, reason="transformers ([models] extra) not installed"
-)
+needs_transformers = needs_package("transformers", "models")
 OPTIONS = ("finetune", "frozen_groups", "lr_multipliers", "head_lr_multiplier")
 
 

@@ -1,9 +1,8 @@
 """The pretrained learners over any encoder spec (`-o encoder=SPEC`): hf: folders, toolkit encoder checkpoints,
 model names; pretraining FLOPs charged only when asked."""
 
-import importlib.util
-
 import pytest
+from _prereq import import_or_missing, needs_package
 from support import save_tiny_hf_resnet
 from typer.testing import CliRunner
 
@@ -11,8 +10,7 @@ from lifelong.cli import app
 from lifelong.results.store import RunFolder
 from lifelong.training.encoders import save_encoder, untrained_encoder
 
-HAS_TRANSFORMERS = importlib.util.find_spec("transformers") is not None
-needs_transformers = pytest.mark.skipif(not HAS_TRANSFORMERS, reason="transformers ([models] extra) not installed")
+needs_transformers = needs_package("transformers", "models")
 TWO_TASKS = """
 name: pair
 tasks:
@@ -109,7 +107,7 @@ def test_checkpoint_and_encoder_together_or_an_unknown_name_are_clear_errors(tmp
 
 
 def test_registered_efficientnet_charges_its_imagenet_pretraining_estimate():
-    pytest.importorskip("efficientnet_lite_pytorch")
+    import_or_missing("efficientnet_lite_pytorch", "models")
     from lifelong.learners.pretrained import PretrainedLearner
 
     learner = PretrainedLearner(encoder="efficientnet-lite0", resolution=32)

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from _prereq import emoji_art
 from suites.test_clear import _bucket_images
 from suites.test_cog import write_features_set
 from suites.test_fact_files import _stream as fact_file_stream
@@ -14,7 +15,6 @@ from suites.test_fact_files import folder as fact_folder  # noqa: F401 - the fix
 
 from lifelong.core.domains import DOMAINS, FORMER_NAMES, canonical_domain
 from lifelong.core.streams import Stream
-from lifelong.data.sources.emoji_art import STYLES, EmojiArt
 from lifelong.suites import get_stream
 from lifelong.suites.names import STREAMS, TEMPORAL_SOURCES
 
@@ -33,9 +33,7 @@ def _clear_folder(root: Path) -> Stream:
 
 
 def _facts_mini(root: Path) -> Stream:
-    missing = EmojiArt().missing(STYLES)
-    if missing:
-        pytest.skip(f"emoji style(s) {missing} not installed (scripts/install-cog-mini.sh)")
+    emoji_art()
     options = dict(size=16, n_sp=8, n_spo=12, n_images=388, min_per_fact=2, max_per_fact=40, test_per_fact=2, tasks=3)
     return get_stream("facts-mini", data_root=str(root), split="random", **options)
 

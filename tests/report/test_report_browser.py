@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _prereq import needs
 from PIL import Image, ImageStat
 from report.sample_runs import copy_fact_runs, write_cog_runs
 from report.test_html import NASTY, image_sources, write_mixed_runs, write_run
@@ -28,9 +29,7 @@ from lifelong.report.html import write_report
 BROWSER = next(
     filter(None, map(shutil.which, ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"))), None
 )
-pytestmark = pytest.mark.skipif(
-    BROWSER is None, reason="no Chromium binary found; install it with apt-get install chromium"
-)
+pytestmark = needs(BROWSER is not None, "no Chromium binary found; install it with apt-get install chromium")
 
 WIDTH = 1280  # the window's width, as the issue asks
 HEIGHT = 9000  # tall enough for the longest page; the blank bottom is cut from the screenshots

@@ -29,7 +29,9 @@ def test_make_executor_rejects_unknown_names():
 
 
 def test_ray_matches_local_for_the_same_seeds(tmp_path):
-    ray = pytest.importorskip("ray")
+    from _prereq import import_or_missing  # here: Ray workers import this module without tests/ on their path
+
+    ray = import_or_missing("ray", "ray")
     manifest = tmp_path / "pair.yaml"
     manifest.write_text(MANIFEST)
     specs = [

@@ -5,10 +5,10 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from waits import wait_for
 
 from lifelong.commands.runner import RunSpec, execute
 from lifelong.results.store import ResultsDB, RunFolder
@@ -26,17 +26,23 @@ tasks:
      options: {n_per_class: 30, seed: 2, size: 16}}
 """
 
-# Runs the spec in a child process; each train event sleeps first so the parent can kill it mid-stream.
+# Runs the spec in a child process that stops at its third train event: it touches the marker file (argv[3]) and
+# waits there, so the parent kills it mid-stream at a known point, however slow the machine.
 CHILD = """
-import json, sys, time
+import json, sys, threading
+from pathlib import Path
 from lifelong.learners import learner_class
 from lifelong.commands.runner import RunSpec, execute
 cls = learner_class(sys.argv[1])
 original = cls.train
-def slow_train(self, event, state):
-    time.sleep(0.4)
+trained = []
+def train_until_the_third(self, event, state):
+    trained.append(event)
+    if len(trained) == 3:
+        Path(sys.argv[3]).touch()
+        threading.Event().wait()  # until killed
     return original(self, event, state)
-cls.train = slow_train
+cls.train = train_until_the_third
 execute(RunSpec(**json.loads(sys.argv[2])))
 """
 
@@ -54,19 +60,15 @@ def test_sigkill_then_resume_matches_uninterrupted_run(tmp_path, learner):
     spec = {"stream": str(manifest), "learner": learner, "learner_options": LEARNERS[learner]}
     killed_out, clean_out = tmp_path / "killed", tmp_path / "clean"
 
-    child = subprocess.Popen([sys.executable, "-c", CHILD, learner, json.dumps({**spec, "out": str(killed_out)})])
+    waiting = tmp_path / "waiting-at-the-third-train-event"
+    child_spec = json.dumps({**spec, "out": str(killed_out)})
+    child = subprocess.Popen([sys.executable, "-c", CHILD, learner, child_spec, str(waiting)])
     run_id = RunSpec(**spec).run_id
-    events_file = killed_out / run_id / "events.jsonl"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and child.poll() is None:
-        if events_file.exists() and len(events_file.read_text().splitlines()) >= 3:
-            break
-        time.sleep(0.05)
-    assert child.poll() is None, "the child finished before it could be killed"
+    wait_for(waiting.exists, "the child's third train event", limit_s=300, child=child)
     os.kill(child.pid, signal.SIGKILL)
     child.wait()
     done_before_kill = len(RunFolder(killed_out / run_id).read_records())
-    assert 3 <= done_before_kill < 8
+    assert done_before_kill == 4  # tasks 1 and 2 trained and tested; the third train event never finished
 
     resumed = execute(RunSpec(**spec, out=str(killed_out), resume=True))
     clean = execute(RunSpec(**spec, out=str(clean_out)))

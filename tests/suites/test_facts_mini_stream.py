@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _prereq import emoji_art
 
-from lifelong.data.sources.emoji_art import INSTALL_SCRIPT, STYLES, EmojiArt
 from lifelong.suites import STREAMS, get_stream
 
 SMALL = {"size": 16, "n_images": 600, "min_per_fact": 1, "test_per_fact": 1}  # the default 186 facts, few images
@@ -13,9 +13,7 @@ SMALL = {"size": 16, "n_images": 600, "min_per_fact": 1, "test_per_fact": 1}  # 
 
 @pytest.fixture(scope="module")
 def streams(tmp_path_factory):
-    missing = EmojiArt().missing(STYLES)
-    if missing:
-        pytest.skip(f"emoji style(s) {missing} not installed: run {INSTALL_SCRIPT}")
+    emoji_art()
     root = tmp_path_factory.mktemp("data")
     return {split: get_stream("facts-mini", data_root=root, split=split, **SMALL) for split in ("semantic", "random")}
 

@@ -8,18 +8,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _prereq import FASHION_MNIST as FASHION
+from _prereq import needs_fashion_mnist
 from support import write_mnist
 
 from lifelong.core.tasks import TaskKind
 from lifelong.data.sources import LAYOUTS, conform_classes, load_source
-from lifelong.data.sources.idx import FASHION_MNIST_DIRS
 from lifelong.data.splits import SPLIT_RULES
 from lifelong.suites import STREAMS, availability, describe_stream, get_stream
 from lifelong.suites.availability import locate, resolve_data_root
 from lifelong.suites.nevis import Ablation, data_status, nevis_stream, parse_variant, task_uids, variant_tasks
 from lifelong.suites.nevis_tasks import DATASETS, DOMAINS, FULL_TASKS, NevisTask
 
-FASHION = FASHION_MNIST_DIRS[0]
 COUNTS = {  # variant: (tasks, meta-train, meta-test) with the meta-test part from 2019
     "full": (106, 79, 27),
     "short": (29, 24, 5),
@@ -368,7 +368,7 @@ def test_data_status_reports_available_and_missing_tasks(data_root):
     assert [row["uid"] for row in data_status("tiny", data_root=data_root) if row["available"]] == ["mnist", "mnist#1"]
 
 
-@pytest.mark.skipif(not FASHION.is_dir(), reason=f"{FASHION} absent: apt-get install dataset-fashion-mnist")
+@needs_fashion_mnist
 def test_debian_fashion_mnist_is_found_when_the_data_root_lacks_it(tmp_path):
     found = locate("fashion_mnist", tmp_path)
     assert found.available and found.source == "fashion-mnist"

