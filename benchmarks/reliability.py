@@ -55,6 +55,16 @@ def kill_after(args: list[str], cwd: Path, seconds: float) -> int | None:
         return None
 
 
+def wait_for_record(out: Path, child: subprocess.Popen, limit_s: float = 600.0) -> None:
+    """Wait until a run under `out` has written its first event record (exit 1 if the child ends first)."""
+    deadline = time.monotonic() + limit_s
+    while not any(p.stat().st_size for p in out.glob("*/events.jsonl")):
+        if child.poll() is not None or time.monotonic() > deadline:
+            why = "ending" if child.poll() is not None else f"{limit_s:.0f} s"
+            sys.exit(f"reliability: the run into {out} wrote no record before {why}")
+        time.sleep(0.05)
+
+
 def runs_part(work: Path, stream: str, kills: int, rng: random.Random, options: list[str]) -> dict:
     """`kills` SIGKILL/--resume cycles of one run against an uninterrupted run of the same spec (+ `options`)."""
     start = time.perf_counter()
@@ -76,13 +86,16 @@ def runs_part(work: Path, stream: str, kills: int, rng: random.Random, options: 
     lifelong(*args, "--resume", cwd=work)  # finish
     got = comparable(work / "killed" / reference.name / "events.jsonl")
     identical = got == expected
-    # two runs into one folder: the second is refused at once while the first holds it
+    # two runs into one folder: a second (--resume) is refused at once while the first holds the run's lock
     twice = ["run", "--stream", stream, "--out", "twice", "--no-predictions", *options]
     first = subprocess.Popen([*LIFELONG, *twice], cwd=work)
-    time.sleep(3.0)
-    second = lifelong(*twice, cwd=work, check=False)
-    first.send_signal(signal.SIGKILL)
-    first.wait()
+    try:  # once the first has written a record it holds the run's lock; stopped there, it cannot finish meanwhile
+        wait_for_record(work / "twice", first)
+        first.send_signal(signal.SIGSTOP)
+        second = lifelong(*twice, "--resume", cwd=work, check=False)  # would continue it, were it not held
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.wait()
     return {
         "kills": killed,
         "finished_before_a_kill": finished_early,
