@@ -121,7 +121,10 @@ def _has_cpp_compiler() -> bool:
 
 @needs(_has_cpp_compiler(), "torch.compile on the CPU needs a C++ compiler: apt-get install g++ (or set $CXX)")
 @pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated")  # raised inside torch's compiler
-def test_compile_trains_through_a_compiled_graph_and_matches_eager():
+def test_compile_trains_through_a_compiled_graph_and_matches_eager(monkeypatch):
+    # inductor imports setuptools; where an earlier test imported the standard library's distutils, setuptools'
+    # distutils shim then refuses (AssertionError in _distutils_hack): keep the standard library's
+    monkeypatch.setenv("SETUPTOOLS_USE_DISTUTILS", "stdlib")
     counters = torch._dynamo.utils.counters
     torch._dynamo.reset()
     counters.clear()
