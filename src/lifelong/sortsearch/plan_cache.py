@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from lifelong.core.files import atomic_write_bytes
-from lifelong.sortsearch.estimators.ours import _Plan
+from lifelong.sortsearch.estimators.ours import AnchorPlan
 
 PLANS_DIR = "plans"
 DESIGN = "lifelong2"  # bump when the estimator's design changes
@@ -26,14 +26,14 @@ def plan_path(store_path: Path, version: int, budget: int) -> Path:
     return Path(store_path) / PLANS_DIR / f"{DESIGN}-sort{int(version):06d}-n{int(budget)}.npz"
 
 
-def cached_plan(store_path: Path, version: int, budget: int, fit: Callable[[], _Plan]) -> _Plan:
+def cached_plan(store_path: Path, version: int, budget: int, fit: Callable[[], AnchorPlan]) -> AnchorPlan:
     """The plan stored for (sort `version`, `budget`), or `fit()`'s, stored for next time (best effort: a store
     that cannot be written still gets its plan)."""
     path = plan_path(store_path, version, budget)
     if path.is_file():
         try:
             with np.load(path, allow_pickle=False) as arrays:
-                plan = _Plan.from_arrays(dict(arrays))
+                plan = AnchorPlan.from_arrays(dict(arrays))
             if plan.items.size == int(budget):
                 return plan
         except (OSError, KeyError, ValueError):

@@ -66,7 +66,9 @@ def fit_anchor_regression(X: np.ndarray, accuracy: np.ndarray, weights: np.ndarr
 
 
 @dataclass
-class _Plan:
+class AnchorPlan:
+    """`lifelong`'s fitted plan: the anchors every target is evaluated on and what turns outcomes into estimates."""
+
     items: np.ndarray  # [n'] the anchors
     model: AnchorRegression
     half: float | None  # the interval's half-width (95th percentile of cross-fitted errors), None: design's
@@ -86,7 +88,7 @@ class _Plan:
         return out
 
     @classmethod
-    def from_arrays(cls, arrays: dict[str, np.ndarray]) -> _Plan:
+    def from_arrays(cls, arrays: dict[str, np.ndarray]) -> AnchorPlan:
         """The plan `to_arrays` wrote (KeyError / ValueError when they are not one)."""
         items, weights, within = (np.asarray(arrays[k]) for k in ("items", "weights", "within"))
         half, low, high = (float(v) for v in arrays["floats"])
@@ -137,7 +139,7 @@ class Lifelong:
         rows = rows[subsample_indices(rows.size, self.max_models, rng)]
         return anchor_clusters(block[rows], budget, rng, max_items=None, max_models=None, trials=1)
 
-    def plan(self, task: EstimationTask) -> _Plan:
+    def plan(self, task: EstimationTask) -> AnchorPlan:
         rng = task.rng(self.name)
         n, m = task.n, task.source.shape[0]
         pool = subsample_indices(n, self.max_items, rng)  # all n samples unless n > max_items
@@ -160,7 +162,7 @@ class Lifelong:
             half = float(np.quantile(np.abs(errors), 0.95))
         labels = anchors.labels if pool.size == n else None
         inside = tuple(float(q) for q in np.quantile(X @ anchors.weights, [1 - INSIDE, INSIDE]))
-        return _Plan(pool[anchors.items], model, half, inside, _within_variance(block, anchors), labels)
+        return AnchorPlan(pool[anchors.items], model, half, inside, _within_variance(block, anchors), labels)
 
 
 def _within_variance(block: np.ndarray, anchors: Anchors, chunk: int = 1024) -> np.ndarray:
