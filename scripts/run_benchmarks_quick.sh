@@ -2,7 +2,7 @@
 # Run every benchmark (benchmarks/*.py; helpers shared by them are named _*.py and skipped) with --quick: small sizes,
 # the same code paths, comparisons and checks. Prints a header and the wall time per script; exits 1 if any failed.
 # PYTHON: the interpreter (default .venv/bin/python). BENCHMARK_TIMEOUT: seconds per script (default 180, 0: none).
-# Arguments: the scripts to run instead of all of them.
+# Arguments: the scripts to run instead of all of them (each may carry its own arguments: "script.py --only x").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,14 +20,18 @@ seconds_since() { # "12.3" from a now_ms value
   echo "$((ms / 1000)).$(((ms % 1000) / 100))"
 }
 
-if [ $# -gt 0 ]; then scripts=("$@"); else scripts=(benchmarks/[!_]*.py); fi
+# reproduce.py's sections beyond its default set get a second call of their own (each call within the limit).
+if [ $# -gt 0 ]; then scripts=("$@"); else
+  scripts=(benchmarks/[!_]*.py "benchmarks/reproduce.py --only facts,sortsearch,clear-table")
+fi
 failed=()
 all_start=$(now_ms)
 for script in "${scripts[@]}"; do
+  read -r -a command <<<"$script"
   echo "=== $script --quick"
   start=$(now_ms)
   status=0
-  timeout --kill-after=10 "$limit" "$python" "$script" --quick || status=$?
+  timeout --kill-after=10 "$limit" "$python" "${command[@]}" --quick || status=$?
   if [ "$status" = 0 ]; then
     echo "=== $script: ok in $(seconds_since "$start") s"
   else

@@ -72,10 +72,18 @@ def test_learners_lists_registered_learners():
 
 def test_ray_executor_from_the_command_line(tmp_path):
     import_or_missing("ray", "ray")
-    args = ["run", "--learner", "nearest-mean", "--seeds", 2, "--executor", "ray", "--num-cpus", 2]
-    result = invoke(*args, "--out", tmp_path / "ray")
+    # Ray in a child process, as a user runs it: Ray's teardown can interrupt its driver's main thread after the
+    # command returned (a KeyboardInterrupt seen once, under load, in the next in-process command).
+    args = ["run", "--learner", "nearest-mean", "--seeds", "2", "--executor", "ray", "--num-cpus", "2"]
+    result = subprocess.run(
+        [sys.executable, "-m", "lifelong.cli", *args, "--out", str(tmp_path / "ray")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
     local = invoke("run", "--learner", "nearest-mean", "--seeds", 2, "--out", tmp_path / "local")
-    assert result.exit_code == 0 and local.exit_code == 0, result.output
+    assert local.exit_code == 0, local.output
     for seed in (0, 1):
         name = f"mini-nearest-mean-seed{seed}"
         ray_records = RunFolder(tmp_path / "ray" / name).read_records()
