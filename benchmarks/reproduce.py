@@ -1,139 +1,46 @@
-"""Reproduce the headline figures from nothing: every command, seeds fixed, pretraining included.
+"""Reproduce the figures in the README and docs: every command, seeds fixed, pretraining included; print each table.
 
-Writes one table (markdown and JSON) with per-seed values, mean +- std (ddof=1), and the provenance each run
-recorded (CPU, threads, versions, sha256 of the checkpoints and encoders it loaded). The README's "what to
-expect" figures come from this script, with the machine it ran on.
+Each section runs the commands behind one table of the docs (with --resume: finished runs are kept, so a second call
+only reads and prints), prints that table in the docs' layout (also written to WORK/<section>.md), and adds per-seed
+rows to one common table (reproduce.md and reproduce.json in WORK: per-seed values, mean +- std (ddof=1), and the
+provenance each run recorded: CPU, threads, torch, sha256 of the checkpoints and encoders it loaded).
 
-Run: python benchmarks/reproduce.py [--only nevis,clear,nevis-real,clear-real] [--work DIR] [--quick]
-  nevis: nevis-mini, 3 seeds: independent, finetune-prev, finetune-knn, pretrained (checkpoint from
-         `lifelong pretrain builtin:chars -o n_per_class=80 --epochs 10`): meta-test error E, mean error, cFLOP.
-  clear: clear-mini iid, 5 seeds: finetune (CNN) and finetune on a SimCLR encoder (`lifelong pretrain-ssl`).
-  nevis-real: nevis-mini, 3 seeds: pretrained and pretrained+finetune-knn starting from the ImageNet-1K
-         EfficientNet-Lite0 (the [models] extra) at 64 px (about 15 minutes a seed each on one CPU thread).
-  clear-real: clear-mini iid, 5 seeds: the linear regime on EfficientNet-Lite0 features (the first seed encodes
-         every image, about 30 minutes; the others read the feature cache).
-Default: nevis and clear. --quick: one seed and one epoch everywhere, nevis-mini at 16 px with its pretrained learner
-only (from a checkpoint of 10 images per class), a smaller clear-mini (QUICK_CLEAR), in a temporary --work: a smoke
-test of the script, not the figures.
+Run: python benchmarks/reproduce.py [--only SECTION,...] [--work DIR] [--quick]
+Sections (the times: from nothing, on 2 CPU cores, one torch thread a run):
+  default      README: `lifelong run` (mini, independent, seed 0). 3-4 min.
+  nevis        docs/nevis.md, README: nevis-mini, 3 seeds, independent / finetune-prev / finetune-knn / pretrained
+               (toolkit checkpoint). About 1 h 40 min.
+  nevis-real   docs/nevis.md, README: the nevis section's runs and EfficientNet-Lite0 at 64 px (fine-tuned whole,
+               +finetune-knn, frozen, lr=0.005), with pretraining charged; seed 0's per-task errors. About 2 h more.
+  nevis-full   README: Fashion-MNIST from Debian's files through `data fetch --from`, then nevis-full. Under a minute.
+  clear        README, docs/clear.md: clear-mini iid finetune, CNN and linear on a SimCLR encoder, 5 seeds. 17 min.
+  clear-real   README, docs/clear.md: the linear regime on Lite0 features, 5 seeds. About 35 min.
+  clear-table  docs/clear.md: every row of the fuller CLEAR table (learners x CNN / SSL / Lite0, iid / streaming).
+               Hours.
+  cog-levels   docs/cog.md: `lifelong cog levels`, the filter variants. Seconds.
+  cog          README, docs/cog.md: cog-mini, 5 encoders (pretraining included), reference probe, 5 seeds. Hours.
+  facts-split  docs/facts.md: `lifelong facts split` on facts-mini, every variant and the chosen one. Seconds.
+  facts        README, docs/facts.md: facts-mini, 7 learners x 2 splits x 5 seeds. About 7.5 h.
+  sortsearch   README, docs/sort-and-search.md: a 240-model zoo and `bench compare` (13 estimators, 3 splits, 10
+               seeds). Hours.
+Default: DEFAULT (about 2 h from nothing). --quick: the same commands at a small size (one seed, one epoch,
+small streams and zoos) in a temporary --work: a smoke test of the script, not the figures; CI runs the default
+sections and `--only facts,sortsearch,clear-table` that way (cog and nevis-real take minutes even so).
+The sections live in the `_reproduce_<area>.py` modules beside this script (each exports SECTIONS).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
-import re
-import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-LIFELONG = [sys.executable, "-m", "lifelong.cli"]
-QUICK_NEVIS = ["-o", "epochs=1", "-o", "resolution=16"]
-QUICK_NEVIS_LEARNERS = ("pretrained",)  # the others run the same command without the checkpoint (10-30 s each)
+from _reproduce_common import lifelong, row, summaries
+
 QUICK_CLEAR = ["-s", "n_per_class=20", "-s", "num_buckets=4", "-s", "unlabeled_per_bucket=200"]  # 3 labeled buckets
-
-
-def lifelong(*args: str, cwd: Path) -> None:
-    print("$ lifelong " + " ".join(args), flush=True)
-    subprocess.run([*LIFELONG, *args], cwd=cwd, check=True)
-
-
-def summaries(out: Path, prefix: str) -> list[tuple[dict, dict]]:
-    """(summary.json, run.json) of every finished run folder in `out` whose id starts with `prefix`."""
-    found = []
-    for folder in sorted(out.glob(f"{prefix}*")):
-        if re.search(r"-seed\d+$", folder.name) and (folder / "summary.json").is_file():
-            found.append(
-                (json.loads((folder / "summary.json").read_text()), json.loads((folder / "run.json").read_text()))
-            )
-    return found
-
-
-def _row(experiment: str, metric: str, values: list[float], infos: list[dict]) -> dict:
-    mean = statistics.fmean(values) if values else None
-    std = statistics.stdev(values) if len(values) > 1 else None
-    machine = infos[0].get("machine", {}) if infos else {}
-    files = {Path(p).name: h[:12] for info in infos for p, h in (info.get("files") or {}).items()}
-    return {
-        "experiment": experiment,
-        "metric": metric,
-        "per_seed": values,
-        "mean": mean,
-        "std": std,
-        "cpu": machine.get("cpu"),
-        "threads": machine.get("threads"),
-        "torch": (infos[0].get("versions") or {}).get("torch") if infos else None,
-        "files": files,
-    }
-
-
-def nevis(work: Path, quick: bool) -> list[dict]:
-    seeds, epochs = ("1", QUICK_NEVIS) if quick else ("3", [])
-    checkpoint = work / "pretrained" / "chars.pt"
-    if not checkpoint.exists():
-        lifelong(
-            "pretrain",
-            "builtin:chars",
-            "--out",
-            str(checkpoint),
-            "-o",
-            "n_per_class=10" if quick else "n_per_class=80",
-            "--epochs",
-            "1" if quick else "10",
-            "--seed",
-            "0",
-            cwd=work,
-        )
-    rows = []
-    learners = {
-        "independent": [],
-        "finetune-prev": [],
-        "finetune-knn": [],
-        "pretrained": ["-o", f"checkpoint={checkpoint}"],
-    }
-    if quick:
-        skipped = [learner for learner in learners if learner not in QUICK_NEVIS_LEARNERS]
-        print(f"--quick: nevis-mini learners {', '.join(skipped)} skipped (the same command with another learner)")
-        learners = {learner: learners[learner] for learner in QUICK_NEVIS_LEARNERS}
-    for learner, options in learners.items():
-        lifelong(
-            "run",
-            "--stream",
-            "nevis-mini",
-            "--learner",
-            learner,
-            "--seeds",
-            seeds,
-            "--out",
-            "nevis",
-            *options,
-            *epochs,
-            "--resume",
-            cwd=work,
-        )
-        rows += nevis_rows(work / "nevis", learner, f"nevis-mini {learner}")
-    return rows
-
-
-def nevis_rows(out: Path, learner: str, label: str) -> list[dict]:
-    """E, mean error and cFLOP rows of `learner`'s finished nevis-mini runs in `out`."""
-    found = summaries(out, f"nevis-mini-{learner}-")
-    infos = [info for _, info in found]
-    metrics = ("meta_test_mean_error", "mean_error", "cumulative_train_flops")
-    return [_row(label, metric, [s[metric] for s, _ in found], infos) for metric in metrics]
-
-
-def nevis_real(work: Path, quick: bool) -> list[dict]:
-    seeds, epochs = ("1", ["-o", "epochs=1"]) if quick else ("3", [])
-    rows = []
-    for learner in ("pretrained", "pretrained+finetune-knn"):
-        options = ["-o", "encoder=efficientnet-lite0", "-o", "resolution=64", *epochs]
-        lifelong("run", "--stream", "nevis-mini", "--learner", learner, "--seeds", seeds, "--out", "nevis-real",
-                 *options, "--resume", cwd=work)  # fmt: skip
-        rows += nevis_rows(work / "nevis-real", learner, f"nevis-mini {learner} (lite0)")
-    return rows
 
 
 def clear_real(work: Path, quick: bool) -> list[dict]:
@@ -145,7 +52,7 @@ def clear_real(work: Path, quick: bool) -> list[dict]:
     infos = [info for _, info in found]
     metrics = ("in_domain", "next_domain", "acc", "bwt", "fwt")
     label = "clear-mini iid finetune (linear, lite0)"
-    return [_row(label, m, [s["clear_metrics"][m] for s, _ in found], infos) for m in metrics]
+    return [row(label, m, [s["clear_metrics"][m] for s, _ in found], infos) for m in metrics]
 
 
 def clear(work: Path, quick: bool) -> list[dict]:
@@ -176,11 +83,24 @@ def clear(work: Path, quick: bool) -> list[dict]:
         found = summaries(work / out, "clear-mini-")
         infos = [info for _, info in found]
         for metric in ("in_domain", "next_domain", "acc", "bwt", "fwt"):
-            rows.append(_row(f"clear-mini iid {label}", metric, [s["clear_metrics"][metric] for s, _ in found], infos))
+            rows.append(row(f"clear-mini iid {label}", metric, [s["clear_metrics"][metric] for s, _ in found], infos))
     return rows
 
 
-EXPERIMENTS = {"nevis": nevis, "clear": clear, "nevis-real": nevis_real, "clear-real": clear_real}
+EXPERIMENTS = {"clear": clear, "clear-real": clear_real}
+
+
+def _more_sections() -> dict:
+    """The sections of the `_reproduce_<area>.py` modules beside this script (each exports a SECTIONS dict)."""
+    found = {}
+    for path in sorted(Path(__file__).resolve().parent.glob("_reproduce_*.py")):
+        module = importlib.import_module(path.stem)
+        found.update(getattr(module, "SECTIONS", {}))
+    return found
+
+
+EXPERIMENTS.update(_more_sections())
+DEFAULT = "default,nevis,clear,nevis-full,cog-levels,facts-split"
 
 
 def markdown(rows: list[dict]) -> str:
@@ -201,7 +121,7 @@ def markdown(rows: list[dict]) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", default="nevis,clear", help=f"comma-separated, of {', '.join(EXPERIMENTS)}")
+    parser.add_argument("--only", default=DEFAULT, help=f"comma-separated, of {', '.join(EXPERIMENTS)}")
     # --quick's default is a fresh folder: --resume must not find an earlier run's results and skip the work
     work_help = "folder for checkpoints and runs (default: reproduce; --quick: a temporary folder, deleted after)"
     parser.add_argument("--work", type=Path, default=None, help=work_help)
@@ -220,6 +140,7 @@ def main(argv: list[str] | None = None) -> None:
 
 def reproduce(chosen: list[str], work: Path, quick: bool) -> None:
     """Run the `chosen` experiments in `work`; write reproduce.md and reproduce.json there and print the table."""
+    work = work.resolve()  # the commands run inside `work`: paths handed to them must not be relative to it
     work.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     rows: list[dict] = []

@@ -1,0 +1,160 @@
+"""reproduce.py section `clear-table`: docs/clear.md's clear-mini table, every row from its `lifelong run` command.
+
+Rows: learners x regime (the resnet_mini CNN; a linear head on the SimCLR encoder of `lifelong pretrain-ssl`; a
+linear head on ImageNet EfficientNet-Lite0 features) x protocol (iid, streaming), with the seeds of ROWS.
+Runs land in the folders of reproduce.py's `clear` and `clear-real` sections (clear-cnn/, clear-linear/,
+clear-real/; the encoder in encoders/clear-mini-simclr.pt), so in one --work folder the CNN and Lite0 runs are
+shared; the SSL rows name the encoder by its path relative to the work folder (`clear` names it with the work
+folder in front), so their run ids do not depend on where the work folder is and copied runs are found.
+Not timed from nothing as a whole: hours on 2 cores (the Lite0 row's first seed alone: about 32 minutes).
+Prints the table in docs/clear.md's layout (mean ± std, ddof=1, in %; streaming: next-domain and FwT only),
+each run's seconds and the machine the runs recorded, and writes it to WORK/clear-table.md.
+--quick: the same commands on a tiny clear-mini (QUICK_STREAM), one seed, one epoch, the SSL encoder one epoch,
+and only the rows of QUICK_ROWS (the others are the same command with another learner, regime or options).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from pathlib import Path
+
+from _reproduce_common import lifelong, row, summaries, this_machine
+
+IID = ("in_domain", "next_domain", "acc", "bwt", "fwt")
+STREAMING = ("next_domain", "fwt")  # lifelong.metrics.accuracy_matrix.STREAMING_METRICS
+COLUMNS = ("in-domain", "next-domain", "Acc", "BwT", "FwT")
+ENCODER = Path("encoders") / "clear-mini-simclr.pt"  # in the work folder (where `clear` writes it), named relative
+REGIMES = {  # regime: (label, --out folder, learner options)
+    "CNN": ("CNN", "clear-cnn", []),
+    "SSL": ("linear, SSL", "clear-linear", ["-o", "encoder={encoder}"]),
+    "lite0": ("linear, EfficientNet-Lite0, ImageNet", "clear-real", ["-o", "encoder=efficientnet-lite0"]),
+}
+# (learner, label override, regime, protocol, seeds, extra learner options), in the docs' order
+ROWS = [
+    ("finetune", None, "CNN", "iid", 5, []),
+    ("finetune", None, "CNN", "streaming", 5, []),
+    ("scratch", None, "CNN", "iid", 5, []),
+    ("er", None, "CNN", "iid", 3, []),
+    ("replay", None, "CNN", "iid", 3, []),
+    ("gdumb", None, "CNN", "iid", 3, []),
+    ("ewc", None, "CNN", "iid", 2, []),
+    ("si", None, "CNN", "iid", 2, []),
+    ("lwf", None, "CNN", "iid", 2, []),
+    ("finetune", None, "SSL", "iid", 5, []),
+    ("finetune", None, "SSL", "streaming", 5, []),
+    ("scratch", None, "SSL", "iid", 5, []),
+    ("er", None, "SSL", "iid", 5, []),
+    ("replay", None, "SSL", "iid", 5, []),
+    ("replay", "replay, biased alpha=2 (linear, SSL)", "SSL", "iid", 5, ["-o", "buffer=biased", "-o", "alpha=2"]),
+    ("gdumb", None, "SSL", "iid", 5, []),
+    ("ewc", None, "SSL", "iid", 5, []),
+    ("si", None, "SSL", "iid", 5, []),
+    ("lwf", None, "SSL", "iid", 5, []),
+    ("finetune", None, "lite0", "iid", 5, []),
+]
+QUICK_STREAM = ["-s", "n_per_class=20", "-s", "num_buckets=4", "-s", "unlabeled_per_bucket=200"]  # reproduce.py's
+QUICK_ROWS = {("finetune", "CNN", "iid"), ("finetune", "CNN", "streaming"), ("finetune", "SSL", "iid")}
+QUICK_OPTIONS = {"CNN": ["-o", "epochs=1"], "SSL": ["-o", "linear_epochs=1"], "lite0": ["-o", "linear_epochs=1"]}
+
+
+def _cell(values: list[float]) -> str:
+    """'98.1 ± 0.2' (in %, std ddof=1); the mean alone for one seed, '-' for none."""
+    if not values:
+        return "-"
+    mean = f"{100 * statistics.fmean(values):.1f}"
+    return mean if len(values) == 1 else f"{mean} ± {100 * statistics.stdev(values):.1f}"
+
+
+def clear_table(work: Path, quick: bool) -> list[dict]:
+    started = time.perf_counter()
+    stream = QUICK_STREAM if quick else []
+    encoder = work / ENCODER
+    rows = ROWS
+    if quick:
+        rows = [r for r in ROWS if (r[0], r[2], r[3]) in QUICK_ROWS]
+        print(f"--quick: {len(ROWS) - len(rows)} rows skipped (the same command with another learner or regime)")
+    if any(r[2] == "SSL" for r in rows) and not encoder.exists():
+        lifelong("pretrain-ssl", "--out", str(ENCODER), *(["--epochs", "1"] if quick else []), *stream, "--resume",
+                 cwd=work)  # fmt: skip
+    lines = [
+        "| learner | protocol | seeds | " + " | ".join(COLUMNS) + " |",
+        "|---|---|---|" + "---|" * len(COLUMNS),
+    ]
+    timing = []
+    machines: dict[str, list[str]] = {}
+    common = []
+    for learner, label, regime, protocol, seeds, extra in rows:
+        regime_label, out, options = REGIMES[regime]
+        options = [o.format(encoder=ENCODER) for o in options]  # relative: the id does not name the work folder
+        label = label or f"{learner} ({regime_label})"
+        args = ["--stream", "clear-mini", "--protocol", protocol, "--learner", learner, "--seeds", "1" if quick else
+                str(seeds), "--out", out, *options, *extra]  # fmt: skip
+        if quick:
+            args += [*QUICK_OPTIONS[regime], *stream]
+        lifelong("run", *args, "--resume", cwd=work)
+        # the run folders of exactly this command: the id the CLI gives the first seed, without "-seed0"
+        group = _group(work / out, learner, protocol, args)
+        found = summaries(work / out, group + "-seed")
+        infos = [info for _, info in found]
+        metrics = IID if protocol == "iid" else STREAMING
+        values = {m: [s["clear_metrics"][m] for s, _ in found] for m in metrics}
+        cells = [_cell(values[m]) if m in metrics else "-" for m in IID]
+        lines.append(f"| {label} | {protocol} | {len(found)} | " + " | ".join(cells) + " |")
+        seconds = [s.get("timing", {}).get("total_seconds") for s, _ in found]
+        timing.append(f"{label}, {protocol}: " + ", ".join(f"{t:.0f}" for t in seconds if t is not None) + " s")
+        for info in infos:
+            m = info.get("machine", {})
+            key = (
+                f"{m.get('cpu')}, {m.get('threads')} torch thread(s), torch {(info.get('versions') or {}).get('torch')}"
+            )
+            machines.setdefault(key, []).append(info.get("created", "?"))
+        common += [row(f"clear-mini {protocol} {label}", m, values[m], infos) for m in metrics]
+    table = "\n".join(lines)
+    notes = [
+        "",
+        "seconds per run (summary.json timing.total_seconds), by seed:",
+        *[f"  {t}" for t in timing],
+        "machine the runs recorded (run.json): "
+        + "; ".join(f"{k} ({len(v)} runs, {min(v)[:10]}..{max(v)[:10]})" for k, v in machines.items()),
+        f"printed on: {this_machine()} in {time.perf_counter() - started:.0f} s",
+    ]
+    text = table + "\n" + "\n".join(notes) + "\n"
+    print(text, end="", flush=True)
+    (work / "clear-table.md").write_text(text)
+    return common
+
+
+def _group(out: Path, learner: str, protocol: str, args: list[str]) -> str:
+    """The run-group id the CLI gave this command: clear-mini-<protocol>-<learner>[-<hash>], read from run.json."""
+    wanted = _config_key(args)
+    prefix = f"clear-mini-{protocol}-{learner}"
+    for folder in sorted(out.glob(f"{prefix}*-seed*")):
+        if not (folder / "run.json").is_file():
+            continue
+        config = json.loads((folder / "run.json").read_text())["config"]
+        if config.get("learner") != learner or (config.get("stream_options") or {}).get("protocol") != protocol:
+            continue
+        if _config_key_of(config) == wanted:
+            return folder.name.rsplit("-seed", 1)[0]
+    raise SystemExit(f"clear-table: no run folder of `lifelong run {' '.join(args)}` in {out}")
+
+
+def _config_key(args: list[str]) -> tuple:
+    """(learner options, stream options) a command line sets, as strings: to find its runs among others."""
+    learner, stream = {}, {}
+    for flag, value in zip(args, args[1:], strict=False):
+        if flag in ("-o", "-s"):
+            key, _, v = value.partition("=")
+            (learner if flag == "-o" else stream)[key] = v
+    return tuple(sorted(learner.items())), tuple(sorted(stream.items()))
+
+
+def _config_key_of(config: dict) -> tuple:
+    learner = {k: str(v) for k, v in (config.get("learner_options") or {}).items()}
+    stream = {k: str(v) for k, v in (config.get("stream_options") or {}).items() if k != "protocol"}
+    return tuple(sorted(learner.items())), tuple(sorted(stream.items()))
+
+
+SECTIONS = {"clear-table": clear_table}
