@@ -22,6 +22,8 @@ QUICK_NEVIS_LEARNERS = ("pretrained",)  # the others run the same command withou
 SUMMARY_METRICS = ("meta_test_mean_error", "mean_error", "cumulative_train_flops")
 FASHION_MNIST = Path("/usr/share/datasets/fashion-mnist")  # Debian's dataset-fashion-mnist
 LITE0 = ["-o", "encoder=efficientnet-lite0", "-o", "resolution=64"]
+QUICK_LITE0 = ["-o", "encoder=efficientnet-lite0", "-o", "resolution=32", "-o", "epochs=1"]
+QUICK_LITE0_ROWS = ("Lite0", "frozen")  # the other rows: the same command with other options
 # (label, learner, options, seeds) of the Lite0 rows; the fine-tuned runs use the Independent recipe (lr 0.05).
 LITE0_ROWS = (  # (label, short label for the per-task table, learner, options, seeds)
     ("`pretrained` on Lite0, fine-tuned whole", "Lite0", "pretrained", [], "3"),
@@ -104,10 +106,13 @@ def nevis_real(work: Path, quick: bool) -> list[dict]:
     from lifelong.training.pretrain import load_pretrained
 
     rows = nevis(work, quick)
-    epochs = ["-o", "epochs=1"] if quick else []
     table = []
-    for label, short, learner, extra, seeds in LITE0_ROWS:
-        options = [*LITE0, *extra, *epochs]
+    lite0_rows = LITE0_ROWS
+    if quick:
+        lite0_rows = [r for r in LITE0_ROWS if r[1] in QUICK_LITE0_ROWS]
+        print(f"--quick: Lite0 at 32 px, one epoch, rows {', '.join(QUICK_LITE0_ROWS)} only")
+    for label, short, learner, extra, seeds in lite0_rows:
+        options = [*(QUICK_LITE0 if quick else LITE0), *extra]
         lifelong("run", "--stream", "nevis-mini", "--learner", learner, "--seeds", "1" if quick else seeds,
                  "--out", "nevis-real", *options, "--resume", cwd=work)  # fmt: skip
         prefix = _run_group(work / "nevis-real", learner, options)
@@ -117,7 +122,9 @@ def nevis_real(work: Path, quick: bool) -> list[dict]:
     checkpoint_flops = load_pretrained(pretrained_checkpoint(work, quick)).pretraining_flops
     for label, short, learner in BASE_ROWS:
         charged = checkpoint_flops if learner == "pretrained" else None
-        table.append((label, short, summaries(work / "nevis", f"nevis-mini-{learner}-"), charged))
+        found = summaries(work / "nevis", f"nevis-mini-{learner}-")
+        if found:  # --quick runs only the pretrained learner of the nevis section
+            table.append((label, short, found, charged))
     text = "\n\n".join([lite0_table(table), per_task_table(table), run_minutes(table)])
     (work / "nevis-real.md").write_text(text + "\n")
     print(text)

@@ -13,10 +13,10 @@ Sections (the times: from nothing, on 2 CPU cores, one torch thread a run):
   nevis-real   docs/nevis.md, README: the nevis section's runs and EfficientNet-Lite0 at 64 px (fine-tuned whole,
                +finetune-knn, frozen, lr=0.005), with pretraining charged; seed 0's per-task errors. About 2 h more.
   nevis-full   README: Fashion-MNIST from Debian's files through `data fetch --from`, then nevis-full. Under a minute.
-  clear        README, docs/clear.md: clear-mini iid finetune, CNN and linear on a SimCLR encoder, 5 seeds. 17 min.
+  clear        README, docs/clear.md: clear-mini iid finetune, CNN and linear on a SimCLR encoder, 5 seeds. 10 min.
   clear-real   README, docs/clear.md: the linear regime on Lite0 features, 5 seeds. About 35 min.
-  clear-table  docs/clear.md: every row of the fuller CLEAR table (learners x CNN / SSL / Lite0, iid / streaming).
-               Hours.
+  clear-table  README, docs/clear.md: every row of the CLEAR table (learners x CNN / SSL / Lite0, iid / streaming).
+               About 1.5 h (clear and clear-real are parts of it).
   cog-levels   docs/cog.md: `lifelong cog levels`, the filter variants. Seconds.
   cog          README, docs/cog.md: cog-mini, 5 encoders (pretraining included), reference probe, 5 seeds. Hours.
   facts-split  docs/facts.md: `lifelong facts split` on facts-mini, every variant and the chosen one. Seconds.
@@ -25,7 +25,7 @@ Sections (the times: from nothing, on 2 CPU cores, one torch thread a run):
                seeds). Hours.
 Default: DEFAULT (about 2 h from nothing). --quick: the same commands at a small size (one seed, one epoch,
 small streams and zoos) in a temporary --work: a smoke test of the script, not the figures; CI runs the default
-sections and `--only facts,sortsearch,clear-table` that way (cog and nevis-real take minutes even so).
+sections and `--only nevis-full,facts,sortsearch,clear-table` that way (cog and nevis-real take minutes even so).
 The sections live in the `_reproduce_<area>.py` modules beside this script (each exports SECTIONS).
 """
 
@@ -38,57 +38,6 @@ import tempfile
 import time
 from pathlib import Path
 
-from _reproduce_common import lifelong, row, summaries
-
-QUICK_CLEAR = ["-s", "n_per_class=20", "-s", "num_buckets=4", "-s", "unlabeled_per_bucket=200"]  # 3 labeled buckets
-
-
-def clear_real(work: Path, quick: bool) -> list[dict]:
-    seeds = "1" if quick else "5"
-    options = ["-o", "encoder=efficientnet-lite0", *(["-o", "linear_epochs=1", *QUICK_CLEAR] if quick else [])]
-    lifelong("run", "--stream", "clear-mini", "--protocol", "iid", "--learner", "finetune", "--seeds", seeds,
-             "--out", "clear-real", *options, "--resume", cwd=work)  # fmt: skip
-    found = summaries(work / "clear-real", "clear-mini-")
-    infos = [info for _, info in found]
-    metrics = ("in_domain", "next_domain", "acc", "bwt", "fwt")
-    label = "clear-mini iid finetune (linear, lite0)"
-    return [row(label, m, [s["clear_metrics"][m] for s, _ in found], infos) for m in metrics]
-
-
-def clear(work: Path, quick: bool) -> list[dict]:
-    seeds, epochs, stream = ("1", ["-o", "epochs=1"], QUICK_CLEAR) if quick else ("5", [], [])
-    encoder = work / "encoders" / "clear-mini-simclr.pt"
-    if not encoder.exists():
-        lifelong("pretrain-ssl", "--out", str(encoder), *(["--epochs", "1"] if quick else []), *stream, cwd=work)
-    rows = []
-    for label, options in (("finetune (CNN)", epochs), ("finetune (linear)", ["-o", f"encoder={encoder}"])):
-        out = "clear-cnn" if "CNN" in label else "clear-linear"
-        lifelong(
-            "run",
-            "--stream",
-            "clear-mini",
-            "--protocol",
-            "iid",
-            "--learner",
-            "finetune",
-            "--seeds",
-            seeds,
-            "--out",
-            out,
-            *options,
-            *stream,
-            "--resume",
-            cwd=work,
-        )
-        found = summaries(work / out, "clear-mini-")
-        infos = [info for _, info in found]
-        for metric in ("in_domain", "next_domain", "acc", "bwt", "fwt"):
-            rows.append(row(f"clear-mini iid {label}", metric, [s["clear_metrics"][metric] for s, _ in found], infos))
-    return rows
-
-
-EXPERIMENTS = {"clear": clear, "clear-real": clear_real}
-
 
 def _more_sections() -> dict:
     """The sections of the `_reproduce_<area>.py` modules beside this script (each exports a SECTIONS dict)."""
@@ -99,8 +48,8 @@ def _more_sections() -> dict:
     return found
 
 
-EXPERIMENTS.update(_more_sections())
-DEFAULT = "default,nevis,clear,nevis-full,cog-levels,facts-split"
+EXPERIMENTS = _more_sections()
+DEFAULT = "default,nevis,clear,cog-levels,facts-split"
 
 
 def markdown(rows: list[dict]) -> str:
