@@ -18,12 +18,11 @@ and only the rows of QUICK_ROWS (the others are the same command with another le
 
 from __future__ import annotations
 
-import json
 import statistics
 import time
 from pathlib import Path
 
-from _reproduce_common import lifelong, row, summaries, this_machine
+from _reproduce_common import lifelong, row, run_group, summaries, this_machine
 
 IID = ("in_domain", "next_domain", "acc", "bwt", "fwt")
 STREAMING = ("next_domain", "fwt")  # lifelong.metrics.accuracy_matrix.STREAMING_METRICS
@@ -98,9 +97,7 @@ def clear_table(work: Path, quick: bool, rows: list = ROWS, name: str = "clear-t
         if quick:
             args += [*QUICK_OPTIONS[regime], *stream]
         lifelong("run", *args, "--resume", cwd=work)
-        # the run folders of exactly this command: the id the CLI gives the first seed, without "-seed0"
-        group = _group(work / out, learner, protocol, args)
-        found = summaries(work / out, group + "-seed")
+        found = summaries(work / out, run_group(args) + "-seed")  # the run folders of exactly this command
         infos = [info for _, info in found]
         metrics = IID if protocol == "iid" else STREAMING
         values = {m: [s["clear_metrics"][m] for s, _ in found] for m in metrics}
@@ -128,37 +125,6 @@ def clear_table(work: Path, quick: bool, rows: list = ROWS, name: str = "clear-t
     print(text, end="", flush=True)
     (work / f"{name}.md").write_text(text)
     return common
-
-
-def _group(out: Path, learner: str, protocol: str, args: list[str]) -> str:
-    """The run-group id the CLI gave this command: clear-mini-<protocol>-<learner>[-<hash>], read from run.json."""
-    wanted = _config_key(args)
-    prefix = f"clear-mini-{protocol}-{learner}"
-    for folder in sorted(out.glob(f"{prefix}*-seed*")):
-        if not (folder / "run.json").is_file():
-            continue
-        config = json.loads((folder / "run.json").read_text())["config"]
-        if config.get("learner") != learner or (config.get("stream_options") or {}).get("protocol") != protocol:
-            continue
-        if _config_key_of(config) == wanted:
-            return folder.name.rsplit("-seed", 1)[0]
-    raise SystemExit(f"clear-table: no run folder of `lifelong run {' '.join(args)}` in {out}")
-
-
-def _config_key(args: list[str]) -> tuple:
-    """(learner options, stream options) a command line sets, as strings: to find its runs among others."""
-    learner, stream = {}, {}
-    for flag, value in zip(args, args[1:], strict=False):
-        if flag in ("-o", "-s"):
-            key, _, v = value.partition("=")
-            (learner if flag == "-o" else stream)[key] = v
-    return tuple(sorted(learner.items())), tuple(sorted(stream.items()))
-
-
-def _config_key_of(config: dict) -> tuple:
-    learner = {k: str(v) for k, v in (config.get("learner_options") or {}).items()}
-    stream = {k: str(v) for k, v in (config.get("stream_options") or {}).items() if k != "protocol"}
-    return tuple(sorted(learner.items())), tuple(sorted(stream.items()))
 
 
 def clear(work: Path, quick: bool) -> list[dict]:

@@ -9,6 +9,7 @@ small size (a smoke test, not the figures).
 from __future__ import annotations
 
 import json
+import os
 import platform
 import re
 import statistics
@@ -40,6 +41,29 @@ def summaries(out: Path, prefix: str) -> list[tuple[dict, dict]]:
     return found
 
 
+def run_group(args: list[str]) -> str:
+    """The id, without "-seed<N>", that `lifelong run ARGS` gives its runs: its options parsed as the CLI parses them
+    (lifelong.cli.parse_options, --protocol as a stream option), then RunSpec.run_id. Finds one command's runs among
+    others in the same --out folder."""
+    from lifelong.cli import parse_options
+    from lifelong.commands.runner import RunSpec
+    from lifelong.results.ids import group_id
+
+    def given(flag: str) -> list[str]:
+        return [value for name, value in zip(args, args[1:], strict=False) if name == flag]
+
+    stream_options = parse_options(given("-s"))
+    if given("--protocol"):
+        stream_options["protocol"] = given("--protocol")[-1]
+    spec = RunSpec(
+        stream=(given("--stream") or ["mini"])[-1],
+        learner=(given("--learner") or ["independent"])[-1],
+        stream_options=stream_options,
+        learner_options=parse_options(given("-o")),
+    )
+    return group_id(spec.run_id)
+
+
 def row(experiment: str, metric: str, values: list[float], infos: list[dict]) -> dict:
     """One line of the common table: per-seed values, mean +- std (ddof=1) and the runs' recorded provenance."""
     mean = statistics.fmean(values) if values else None
@@ -61,8 +85,6 @@ def row(experiment: str, metric: str, values: list[float], infos: list[dict]) ->
 
 def this_machine() -> str:
     """The machine a table was printed on, for tables whose runs record no provenance of their own."""
-    import os
-
     cpu = platform.processor() or platform.machine()
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():

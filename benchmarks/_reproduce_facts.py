@@ -23,7 +23,7 @@ import statistics
 from collections import Counter
 from pathlib import Path
 
-from _reproduce_common import lifelong, row, summaries, this_machine
+from _reproduce_common import lifelong, row, run_group, summaries, this_machine
 
 TASKS = 4
 LEARNERS = ("fact-finetune", "fact-ewc", "fact-si", "fact-mas", "fact-imm", "fact-expertgate", "fact-joint")
@@ -160,23 +160,6 @@ def facts_split(work: Path, quick: bool) -> list[dict]:
 # -- facts ---------------------------------------------------------------------------------------------------------
 
 
-def _group(learner: str, split: str, stream: list[str], learner_options: list[str]) -> str:
-    """The run-id prefix `lifelong run` gives this command's runs (lifelong.results.ids), up to `-seed`."""
-    from lifelong.results.ids import group_id, run_id
-
-    def value(text: str):  # as the CLI parses -o/-s values (lifelong.cli._parse_options)
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError:
-            return text
-
-    def pairs(args: list[str]) -> dict:
-        return {k: value(v) for k, _, v in (a.partition("=") for a in args[1::2])}
-
-    options = {"split": split, **pairs(stream)}
-    return group_id(run_id("facts-mini", learner, 0, stream_options=options, learner_options=pairs(learner_options)))
-
-
 def _pct(values: list[float]) -> str:
     values = [100 * v for v in values]
     if len(values) == 1:
@@ -298,7 +281,7 @@ def facts(work: Path, quick: bool) -> list[dict]:
             own_data = ["--data-root", str(work / "data")] if quick else []  # the tiny render stays in the work folder
             lifelong(*command, "--seeds", seeds, "--out", "facts", *options, *own_data, "--resume", "--no-predictions",
                      cwd=work)  # fmt: skip
-            found = summaries(out, _group(learner, split, stream, options) + "-seed")
+            found = summaries(out, run_group([*command, *options]) + "-seed")
             if found:
                 runs[(learner, split)] = found
                 infos = [info for _, info in found]

@@ -13,9 +13,10 @@ nevis-full: Fashion-MNIST converted from Debian's files (`lifelong data fetch fa
 
 from __future__ import annotations
 
+import statistics
 from pathlib import Path
 
-from _reproduce_common import lifelong, row, summaries
+from _reproduce_common import lifelong, row, run_group, summaries
 
 QUICK_NEVIS = ["-o", "epochs=1", "-o", "resolution=16"]
 QUICK_NEVIS_LEARNERS = ("pretrained",)  # the others run the same command without the checkpoint (10-30 s each)
@@ -83,24 +84,6 @@ def nevis_rows(out: Path, prefix: str, label: str) -> list[dict]:
     return [row(label, metric, [s[metric] for s, _ in found], infos) for metric in SUMMARY_METRICS]
 
 
-def _run_group(out: Path, learner: str, options: list[str]) -> str:
-    """The id prefix (without the seed) `lifelong run` gives `learner` with `-o` `options` on nevis-mini."""
-    from lifelong.results.ids import group_id, run_id
-
-    learner_options = dict(option.split("=", 1) for option in options[1::2])
-    typed = {key: _typed(value) for key, value in learner_options.items()}
-    return group_id(run_id("nevis-mini", learner, 0, learner_options=typed)) + "-"
-
-
-def _typed(value: str):
-    for kind in (int, float):
-        try:
-            return kind(value)
-        except ValueError:
-            pass
-    return value
-
-
 def nevis_real(work: Path, quick: bool) -> list[dict]:
     from lifelong.training.encoders.efficientnet import pretraining_flops
     from lifelong.training.pretrain import load_pretrained
@@ -113,9 +96,9 @@ def nevis_real(work: Path, quick: bool) -> list[dict]:
         print(f"--quick: Lite0 at 32 px, one epoch, rows {', '.join(QUICK_LITE0_ROWS)} only")
     for label, short, learner, extra, seeds in lite0_rows:
         options = [*(QUICK_LITE0 if quick else LITE0), *extra]
-        lifelong("run", "--stream", "nevis-mini", "--learner", learner, "--seeds", "1" if quick else seeds,
-                 "--out", "nevis-real", *options, "--resume", cwd=work)  # fmt: skip
-        prefix = _run_group(work / "nevis-real", learner, options)
+        args = ["--stream", "nevis-mini", "--learner", learner, "--seeds", "1" if quick else seeds, *options]
+        lifelong("run", *args, "--out", "nevis-real", "--resume", cwd=work)
+        prefix = run_group(args) + "-seed"
         rows += nevis_rows(work / "nevis-real", prefix, f"nevis-mini {label}")
         found = summaries(work / "nevis-real", prefix)
         table.append((label, short, found, pretraining_flops("efficientnet-lite0")))
@@ -133,7 +116,6 @@ def nevis_real(work: Path, quick: bool) -> list[dict]:
 
 def lite0_table(table: list) -> str:
     """docs/nevis.md's table: E (mean +- std, per seed), mean error, training cFLOP, with pretraining charged."""
-    import statistics
 
     def spread(values: list[float]) -> str:
         return (

@@ -41,7 +41,7 @@ app.add_typer(facts_app, name="facts")
 app.add_typer(models_app, name="models")
 
 
-def _parse_options(pairs: list[str]) -> dict:
+def parse_options(pairs: list[str]) -> dict:
     """KEY=VALUE pairs into a dict, values parsed as JSON when they are JSON (numbers, lists, booleans)."""
     options = {}
     for pair in pairs:
@@ -108,7 +108,7 @@ def run_command(
     from lifelong.suites import classify_stream
     from lifelong.suites.clear import PROTOCOLS
 
-    stream_options = _parse_options(stream_option)
+    stream_options = parse_options(stream_option)
     try:
         temporal = classify_stream(stream).is_temporal
         accelerator = accelerator_specs(device, precision, compile, channels_last)
@@ -127,7 +127,7 @@ def run_command(
             learner=learner,
             seed=s,
             out=str(out),
-            learner_options=_parse_options(option),
+            learner_options=parse_options(option),
             eval_split="test" if final else "dev_test",
             skip_corrupt=skip_corrupt,
             resume=resume,
@@ -461,7 +461,7 @@ def pretrain_cli(
     from lifelong.commands.device_options import accelerator_from
     from lifelong.commands.pretraining import pretrain_command
 
-    options = _parse_options(option)
+    options = parse_options(option)
     try:
         accelerator_from(device, precision, compile, channels_last)
         info = pretrain_command(
@@ -542,7 +542,7 @@ def pretrain_ssl_cli(
             seed=seed,
             threads=threads,
             data_root=str(data_root) if data_root else None,
-            source_options=_parse_options(stream_option),
+            source_options=parse_options(stream_option),
             resume=resume,
             overwrite=overwrite,
             skip_corrupt=skip_corrupt,
