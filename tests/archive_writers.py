@@ -2,7 +2,8 @@
 
 - `rar_bytes`: a RAR 4.x archive (marker block, archive header, one file header per member with method 0x30,
   "store", then the end-of-archive block); header CRCs are the low 16 bits of the header's CRC32, data CRCs the
-  member's CRC32. Members may be files, folders (a name ending "/") or symbolic links (`links`).
+  member's CRC32. Members may be files, folders (a name ending "/"), symbolic links (`links`) or entries of any
+  other unix mode (`modes`: a fifo, a device file).
 - `compress_bytes`: unix `compress` (LZW, .Z) output as compress(1) writes it: the 1f 9d header with block mode
   and 16 bits, 9-bit codes growing to 16, each width change padding the output to a whole group of eight codes.
 """
@@ -32,17 +33,32 @@ def _rar_file(name: str, data: bytes, mode: int) -> bytes:
     return _rar_block(0x74, flags, body + encoded) + data
 
 
-def rar_bytes(members: dict[str, bytes], links: dict[str, str] | None = None) -> bytes:
-    """A RAR 4.x archive of stored `members` (name -> bytes; a name ending "/" is a folder) and symbolic `links`
-    (name -> target)."""
+def rar_bytes(
+    members: dict[str, bytes], links: dict[str, str] | None = None, modes: dict[str, int] | None = None
+) -> bytes:
+    """A RAR 4.x archive of stored `members` (name -> bytes; a name ending "/" is a folder), symbolic `links`
+    (name -> target) and empty entries of other unix `modes` (name -> mode, e.g. 0o010644 a fifo)."""
     blocks = [RAR_MARKER, _rar_block(0x73, 0, b"\x00" * 6)]
     for name, data in members.items():
         folder = name.endswith("/")
         blocks.append(_rar_file(name.rstrip("/"), b"" if folder else data, S_IFDIR if folder else S_IFREG))
     for name, target in (links or {}).items():
         blocks.append(_rar_file(name, target.encode(), S_IFLNK))
+    for name, mode in (modes or {}).items():
+        blocks.append(_rar_file(name, b"", mode))
     blocks.append(_rar_block(0x7B, 0x4000, b""))
     return b"".join(blocks)
+
+
+def libarchive_missing() -> str:
+    """Why the RAR and .Z readers cannot run here ("" when libarchive-c and the shared library load)."""
+    from lifelong.data.fetch import archives_libarchive
+
+    try:
+        archives_libarchive.libarchive()
+    except archives_libarchive.MissingLibarchive as exc:
+        return str(exc)
+    return ""
 
 
 class _Bits:

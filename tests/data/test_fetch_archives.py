@@ -1,5 +1,6 @@
 """RAR and unix-compress (.Z) archives: the fixture writers against independent readers, safe unpacking through
-libarchive, links inside unpacked trees, and the `scores` / `dedupe` conversions of TID and AnimalWeb."""
+libarchive, links inside unpacked trees (allowed with the `links` option), and the `scores` / `dedupe` conversions
+of TID and AnimalWeb."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 from _prereq import missing, needs
-from archive_writers import compress_bytes, rar_bytes
+from archive_writers import compress_bytes, libarchive_missing, rar_bytes
 from fetch_fixtures import tar_bytes
 
 from lifelong.data.fetch import archives_libarchive
@@ -19,14 +20,6 @@ from lifelong.data.fetch.converters_scores import equal_count_buckets, score_row
 from lifelong.data.fetch.converters_tables import pattern_rows
 from lifelong.data.fetch.duplicates import drop_duplicate_images
 from lifelong.data.fetch.unpack import UnsafeArchiveError, archive_kind, unpack
-
-
-def libarchive_missing() -> str:
-    try:
-        archives_libarchive.libarchive()
-    except archives_libarchive.MissingLibarchive as exc:
-        return str(exc)
-    return ""
 
 
 def plain_tar(members: dict[str, bytes], links: dict[str, str] | None = None) -> bytes:
@@ -136,12 +129,16 @@ def test_a_tar_z_is_decompressed_and_goes_the_safe_tar_way(tmp_path):
     (tmp_path / "x.tar.Z").write_bytes(compress_bytes(plain))
     (tmp_path / "lzw.tgz").write_bytes(compress_bytes(plain))  # the bytes decide, not the name
     for name in ("x.tar.Z", "lzw.tgz"):
-        unpack(tmp_path / name, tmp_path / f"out-{name}")
+        # links are refused unless asked for (issue 38: no link reaches the disk); allowed, one becomes a copy
+        with pytest.raises(UnsafeArchiveError, match=r"member 'V/l\.ppm' is a link .*links = true"):
+            unpack(tmp_path / name, tmp_path / f"refused-{name}")
+        unpack(tmp_path / name, tmp_path / f"out-{name}", links=True)
         assert tree(tmp_path / f"out-{name}") == {"V/a.ppm": b"aa", "V/b/c.ppm": b"cc", "V/l.ppm": b"cc"}
+        assert not (tmp_path / f"out-{name}" / "V/l.ppm").is_symlink()
         assert not [p for p in (tmp_path / f"out-{name}").iterdir() if p.name.startswith(".")]  # no scratch left
     (tmp_path / "out.tar.Z").write_bytes(compress_bytes(plain_tar({"ok": b"1"}, links={"l": "../../outside"})))
-    with pytest.raises(UnsafeArchiveError):
-        unpack(tmp_path / "out.tar.Z", tmp_path / "o")
+    with pytest.raises(UnsafeArchiveError, match="outside"):
+        unpack(tmp_path / "out.tar.Z", tmp_path / "o", links=True)
     (tmp_path / "up.tar.Z").write_bytes(compress_bytes(plain_tar({"../up.txt": b"1"})))
     with pytest.raises(UnsafeArchiveError):
         unpack(tmp_path / "up.tar.Z", tmp_path / "u")
@@ -181,26 +178,33 @@ def test_vistex_links_across_inner_tar_z_archives_resolve_into_files(tmp_path):
     outer = plain_tar(
         {"VisionTexture/Ref.tar.Z": compress_bytes(reference), "VisionTexture/F.tar.Z": compress_bytes(flat)}
     )
-    job = job_over(tmp_path, {"VisTex.tar": outer}, unpack_inner=True)
+    # the link (in Ref.tar.Z) names a file of another inner archive (F.tar.Z): links wait until all is unpacked
+    job = job_over(tmp_path, {"VisTex.tar": outer}, unpack_inner=True, links=True)  # VisTex's links = true
     base = job.unpacked()
     linked = base / "VisionTexture/VisTex/Images/Reference/Bark/Bark.0000.ppm"
     assert not linked.is_symlink() and linked.read_bytes() == b"P6 pixels"
     assert not list(base.rglob("*.tar.Z"))
+    assert not [p for p in base.rglob("*") if p.is_symlink()]
+    (tmp_path / "no").mkdir()
+    refused = job_over(tmp_path / "no", {"VisTex.tar": outer}, unpack_inner=True)  # without the option: an error
+    with pytest.raises(UnsafeArchiveError, match=r"Ref\.tar\.Z member .*links = true"):
+        refused.unpacked()
 
 
-def test_a_link_leaving_the_unpacked_tree_is_refused(tmp_path):
-    from lifelong.data.fetch.unpack import resolve_links
+def test_vistex_asks_for_links():
+    from lifelong.data.fetch.manifest import load_manifest
 
-    (tmp_path / "secret").write_bytes(b"s")
-    (tmp_path / "tree").mkdir()
-    (tmp_path / "tree" / "l").symlink_to(tmp_path / "secret")
+    assert load_manifest()["vistex"].options["links"] is True
+
+
+def test_a_link_leaving_the_unpacked_tree_or_holding_itself_is_refused(tmp_path):
+    # links no longer reach the disk (resolve_links is gone): the tar's own links are refused before any copy
+    (tmp_path / "a.tar").write_bytes(plain_tar({"ok": b"1"}, links={"l": "../secret"}))
     with pytest.raises(UnsafeArchiveError, match="outside"):
-        resolve_links(tmp_path / "tree")
-    (tmp_path / "tree" / "l").unlink()
-    (tmp_path / "tree" / "a" / "b").mkdir(parents=True)
-    (tmp_path / "tree" / "a" / "b" / "up").symlink_to("..")
+        unpack(tmp_path / "a.tar", tmp_path / "tree", links=True)
+    (tmp_path / "b.tar").write_bytes(plain_tar({"a/b/f": b"1"}, links={"a/b/up": ".."}))
     with pytest.raises(UnsafeArchiveError, match="holding it"):
-        resolve_links(tmp_path / "tree")
+        unpack(tmp_path / "b.tar", tmp_path / "tree2", links=True)
 
 
 # TID's buckets: dm_nevis's definition, computed by brute force.

@@ -6,6 +6,7 @@ datasets a command names (by name or by stream), asks for licences, shows progre
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import sys
@@ -25,6 +26,7 @@ from lifelong.data.fetch import (
     fetch,
     load_manifest,
 )
+from lifelong.data.fetch.budgets import UnpackLimit, format_size, parse_duration, parse_size
 
 NEVIS_PREFIX = "nevis-"
 
@@ -105,7 +107,7 @@ def list_datasets(entries: dict[str, DatasetEntry], as_json: bool, stream: str |
         e = entries[name]
         flags = " (accept)" if e.licence.requires_acceptance else ""
         flags += " (non-commercial)" if e.licence.non_commercial else ""
-        size = _bytes(e.download_bytes) if e.download_bytes is not None else "?"
+        size = format_size(e.download_bytes) if e.download_bytes is not None else "?"
         shown = ", ".join(streams[name][:3]) + (" ..." if len(streams[name]) > 3 else "")
         table.add_row(escape(name), e.access, e.converter, escape(e.licence.name + flags), size, escape(shown))
     console.print(table)
@@ -118,19 +120,9 @@ def list_datasets(entries: dict[str, DatasetEntry], as_json: bool, stream: str |
     )
 
 
-def _bytes(n: int | None) -> str:
-    if n is None:
-        return "?"
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if n < 1000 or unit == "TB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1000  # type: ignore[assignment]
-    return f"{n}"
-
-
-def dry_run(requests: list[FetchRequest]) -> None:
-    """What a fetch would do: bytes to download, disk needed (an estimate) and free, manual steps."""
-    from lifelong.data.fetch.install import is_up_to_date, locate_in
+def dry_run(requests: list[FetchRequest], limit: UnpackLimit) -> None:
+    """What a fetch would do: bytes to download, disk needed (the installer's estimate) and free, manual steps."""
+    from lifelong.data.fetch.install import disk_needed, is_up_to_date, locate_in
 
     table = Table(title="dry run: nothing is downloaded or written", title_justify="left")
     for column in ("dataset", "access", "to do", "download", "disk needed (est.)"):
@@ -151,9 +143,9 @@ def dry_run(requests: list[FetchRequest]) -> None:
         size = None if any(a.size is None for a in pending) else sum(a.size or 0 for a in pending)
         unknown |= size is None
         total += size or 0
-        whole = e.download_bytes
         todo = "verify + convert" if not pending else ("download + convert" if e.access != "manual" else "manual")
-        table.add_row(escape(e.name), e.access, todo, _bytes(size), _bytes(None if whole is None else 3 * whole))
+        needed = None if e.download_bytes is None and e.unpacked_size is None else disk_needed(r, limit)
+        table.add_row(escape(e.name), e.access, todo, format_size(size), format_size(needed))
         if e.access == "manual" and pending:
             steps.append(f"{e.name}: {e.manual}")
         if e.licence.requires_acceptance and not r.licence_accepted:
@@ -163,9 +155,13 @@ def dry_run(requests: list[FetchRequest]) -> None:
     existing = next(p for p in (root, *root.parents) if p.exists())
     free = shutil.disk_usage(existing).free
     console.print(
-        f"to download: {_bytes(total)}{' + unknown sizes' if unknown else ''}; free at {existing}: {_bytes(free)}"
+        f"to download: {format_size(total)}{' + unknown sizes' if unknown else ''}; "
+        f"free at {existing}: {format_size(free)}"
     )
-    console.print("disk needed counts the download, its unpacked copy and the converted folder (3x the archives).")
+    console.print(
+        "disk needed counts the downloads still to do, the unpacked copy and the converted folder (each the "
+        "manifest's unpacked_size, else the archives' size); the unpack budget bounds it: docs/security.md"
+    )
     for step in steps:
         console.print(f"  - {escape(step)}", soft_wrap=True)
 
@@ -182,18 +178,25 @@ def accept_licences(entries: list[DatasetEntry], accepted: set[str]) -> set[str]
 
 
 def run_fetch(
-    requests: list[FetchRequest], settings: DownloadSettings, jobs: int, show_progress: bool
+    requests: list[FetchRequest],
+    settings: DownloadSettings,
+    jobs: int,
+    show_progress: bool,
+    limit: UnpackLimit | None = None,
 ) -> list[tuple[str, str]]:
     """Fetch each request (`jobs` at a time); returns (dataset, outcome or error) rows."""
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
 
     def one(request: FetchRequest, progress_for: Callable) -> tuple[str, str]:
         try:
-            outcome = fetch(request, settings, progress_for)
+            outcome = fetch(request, settings, progress_for, limit, waiting=waiting)
         except (OSError, ValueError) as exc:  # refusals, checksums, downloads, conversions: all name the dataset
             return request.entry.name, f"error: {exc}"
         checks = ", ".join(sorted({c.check for c in outcome.checks})) or "-"
         return request.entry.name, f"{outcome.state} ({outcome.path}; checked by {checks})"
+
+    def waiting(name: str) -> None:
+        note(f"{name}: another fetch of it is under way in this data root; waiting for it to finish")
 
     columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn())
     with Progress(*columns, console=console, disable=not show_progress, transient=True) as bar:
@@ -214,6 +217,18 @@ def run_fetch(
             return list(pool.map(lambda r: one(r, progress_for), requests))
 
 
+def download_settings(max_download: str | None, min_rate: str | None, deadline: str | None) -> DownloadSettings:
+    """The download budgets the options set (docs/security.md); the defaults where an option is not given."""
+    changes: dict[str, float] = {}
+    if max_download:
+        changes["max_bytes_unknown_size"] = parse_size(max_download)
+    if min_rate:
+        changes["min_rate"] = parse_size(min_rate.lower().removesuffix("/s"))
+    if deadline:
+        changes["deadline"] = parse_duration(deadline)
+    return dataclasses.replace(DownloadSettings(), **changes)
+
+
 def fetch_command(
     names: list[str] = typer.Argument(None, help="Datasets to fetch (lifelong data fetch --list names them)."),
     stream: str = typer.Option(None, "--stream", help="Fetch every dataset this stream reads, e.g. nevis-short."),
@@ -223,9 +238,7 @@ def fetch_command(
     from_dir: Path = typer.Option(
         None, "--from", help="A folder holding the artefacts already: verify and convert, no network."
     ),
-    mirror: list[str] = typer.Option(
-        None, "--mirror", help="Base URL tried first for each file: URL/DATASET/FILE."
-    ),
+    mirror: list[str] = typer.Option(None, "--mirror", help="Base URL tried first for each file: URL/DATASET/FILE."),
     accept: list[str] = typer.Option(
         None, "--accept-licence", help="Accept this dataset's licence (repeat per dataset)."
     ),
@@ -241,9 +254,20 @@ def fetch_command(
         False, "--list", help="List the manifest's datasets (with --stream: a stream's) and stop."
     ),
     as_json: bool = typer.Option(False, "--json", help="With --list: print JSON."),
+    max_unpacked: str = typer.Option(
+        None, "--max-unpacked", help="Unpack budget per dataset: SIZE (50GB), RATIO of the archives (30x) or both."
+    ),
+    max_download: str = typer.Option(
+        None, "--max-download", help="Size cap of an artefact the manifest gives no size for (default 100GB)."
+    ),
+    min_rate: str = typer.Option(
+        None, "--min-rate", help="Slowest download kept, per second over 30 s (default 1KB): slower is retried."
+    ),
+    deadline: str = typer.Option(None, "--deadline", help="Time limit per artefact, all tries (default 24h)."),
 ) -> None:
     """Download (or take from --from), verify, unpack and convert datasets into the data root. Only on request."""
     from lifelong.data.fetch import ManifestError
+    from lifelong.data.fetch.install import STAGING
     from lifelong.data.roots import resolve_data_root
 
     try:
@@ -260,18 +284,23 @@ def fetch_command(
     unknown_accept = sorted(set(accept or []) - set(entries))
     if unknown_accept:
         raise fail(f"--accept-licence names unknown datasets: {', '.join(unknown_accept)}")
+    try:
+        limit = UnpackLimit.parse(max_unpacked)
+        settings = download_settings(max_download, min_rate, deadline)
+    except ValueError as exc:
+        raise fail(exc) from None
     accepted = set(accept or []) if dry_run_flag else accept_licences(chosen, set(accept or []))
     requests = [FetchRequest(e, root, from_dir, tuple(mirror or []), e.name in accepted, overwrite) for e in chosen]
     if dry_run_flag:
-        dry_run(requests)
+        dry_run(requests, limit)
         return
-    rows = run_fetch(requests, DownloadSettings(), jobs, show_progress=sys.stderr.isatty())
+    rows = run_fetch(requests, settings, jobs, show_progress=sys.stderr.isatty(), limit=limit)
     errors = [f"{name}: {outcome.removeprefix('error: ')}" for name, outcome in rows if outcome.startswith("error: ")]
     for name, outcome in rows:
         if not outcome.startswith("error: "):
             console.print(f"{escape(name)}: {escape(outcome)}", soft_wrap=True)
     if errors:
         raise fail(
-            f"{len(errors)} of {len(rows)} datasets not fetched; nothing of theirs was written to {root}:\n"
-            + "\n".join(errors)
+            f"{len(errors)} of {len(rows)} datasets not fetched; nothing of theirs was installed in {root} (verified "
+            f"or resumable downloads stay in {root / STAGING / 'downloads'} for the next try):\n" + "\n".join(errors)
         )

@@ -5,7 +5,7 @@ Levels come as our CSV (`lifelong cog levels --out`: wnid, name, similarity, lev
 `cog_concepts_split_file.pkl` is a pickled dict wnid -> {"train": array of image paths relative to the IN-21K
 root, "test": array}: 732 to 1,300 train and exactly 50 test images per concept (naver/cog's checks); a leading
 "/" is stripped. Both pickles are read with `lifelong.core.safe_pickle`, which builds plain data and numpy arrays
-only: a file from elsewhere cannot run code here.
+only, within size, item and depth budgets: a file from elsewhere cannot run code here or exhaust memory.
 """
 
 from __future__ import annotations

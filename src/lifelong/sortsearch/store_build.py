@@ -14,6 +14,22 @@ from lifelong.sortsearch.registry import Registry
 from lifelong.sortsearch.store_files import LOCK_FILE, REGISTRY_FILE, SORTS_DIR, create_arrays, temp_name
 
 
+def _initialise(staging: Path, chunk_models: int, chunk_samples: int) -> None:
+    """An empty store at `staging`, made beside it and renamed in whole: a kill part-way never leaves a registry
+    without its arrays where a later `--resume` would take it for a store to complete."""
+    building = temp_name(staging.parent / f".{staging.name}-init")
+    building.mkdir()
+    try:
+        Registry.create(building / REGISTRY_FILE, chunk_models=chunk_models, chunk_samples=chunk_samples).close()
+        create_arrays(building, chunk_models, chunk_samples)
+        (building / SORTS_DIR).mkdir()
+        (building / LOCK_FILE).touch()
+        building.rename(staging)
+    except BaseException:
+        shutil.rmtree(building, ignore_errors=True)
+        raise
+
+
 @contextmanager
 def staged_store(
     path: Path,
@@ -45,13 +61,8 @@ def staged_store(
     if fresh:
         if work is not None and work.exists():
             shutil.rmtree(work)
-        staging.mkdir()
+        _initialise(staging, chunk_models, chunk_samples)
     try:
-        if fresh:
-            Registry.create(staging / REGISTRY_FILE, chunk_models=chunk_models, chunk_samples=chunk_samples).close()
-            create_arrays(staging, chunk_models, chunk_samples)
-            (staging / SORTS_DIR).mkdir()
-            (staging / LOCK_FILE).touch()
         yield staging
         move_into_place(staging, path, replacing and (replace_empty or replace), replace)
     except Exception:

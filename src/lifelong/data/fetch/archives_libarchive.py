@@ -33,8 +33,10 @@ class MissingLibarchive(ValueError):
 @dataclass(frozen=True)
 class Member:
     name: str
-    kind: str  # "file", "dir", "link" (symbolic or hard) or "other" (device, fifo, socket)
-    entry: Any  # the libarchive entry: read its data with `blocks()` before the next member
+    kind: str  # "file", "dir", "symlink", "hardlink" or "other" (device, fifo, socket)
+    entry: Any  # the libarchive entry: read its data with `member_blocks` before the next member
+    size: int | None = None  # as the header declares it (None when it does not say)
+    link: str = ""  # what a link names
 
 
 def libarchive() -> Any:
@@ -58,8 +60,10 @@ def sniff(path: Path) -> str | None:
 
 
 def _kind(entry: Any) -> str:
-    if entry.issym or entry.islnk:
-        return "link"
+    if entry.issym:
+        return "symlink"
+    if entry.islnk:
+        return "hardlink"
     if entry.isdir:
         return "dir"
     return "file" if entry.isreg else "other"
@@ -77,7 +81,9 @@ def rar_members(path: Path) -> Iterator[Member]:
     try:
         with module.file_reader(str(path), format_name=fmt, filter_name="none") as archive:
             for entry in archive:
-                yield Member(entry.pathname, _kind(entry), entry)
+                kind = _kind(entry)
+                link = (entry.linkpath or "") if kind in ("symlink", "hardlink") else ""
+                yield Member(entry.pathname, kind, entry, entry.size, link)
     except module.ArchiveError as exc:
         raise ArchiveReadError(_message(exc)) from None
 
@@ -91,16 +97,15 @@ def member_blocks(member: Member) -> Iterator[bytes]:
         raise ArchiveReadError(_message(exc)) from None
 
 
-def lzw_decompress(source: Path, destination: Path) -> None:
-    """Decompress a unix `compress` (.Z) file into `destination`; ArchiveReadError when it is not valid LZW data."""
+def lzw_blocks(source: Path) -> Iterator[bytes]:
+    """A unix `compress` (.Z) file's decompressed bytes, block by block (the caller decides where they go and how
+    many it takes); ArchiveReadError when it is not valid LZW data."""
     module = libarchive()
     if sniff(source) != "lzw":
         raise ArchiveReadError("not unix-compress (LZW) data: it lacks the 1f 9d magic bytes")
     try:
         with module.file_reader(str(source), format_name="raw", filter_name="compress") as archive:
-            with open(destination, "wb") as out:
-                for entry in archive:
-                    for block in entry.get_blocks():
-                        out.write(block)
+            for entry in archive:
+                yield from entry.get_blocks()
     except module.ArchiveError as exc:
         raise ArchiveReadError(_message(exc)) from None

@@ -1,8 +1,8 @@
 """What every converter works with: the verified artefacts, a scratch folder, the output folder, the options.
 
 `Conversion.unpacked()` unpacks every archive (tar, zip, rar) once (with `decompress = true` single
-.gz/.bz2/.xz/.Z files too; with `unpack_inner = true` the archives found inside; links between unpacked files
-become files);
+.gz/.bz2/.xz/.Z files too; with `unpack_inner = true` the archives found inside; with `links = true` the links
+that stay inside become copies of what they name, else a link is an error), all of it charged to one byte budget;
 `write_labels_csv` writes the `labels.csv` layout lifelong.data.sources reads (path, label or labels, split).
 """
 
@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from lifelong.core.files import atomic_write_bytes
-from lifelong.data.fetch.unpack import ARCHIVES, archive_kind, resolve_links, unpack
+from lifelong.data.fetch.budgets import ByteBudget
+from lifelong.data.fetch.unpack import ARCHIVES, Links, archive_kind, copy_in, unpack
 
 LABELS_CSV = "labels.csv"
 IMAGES = "images"  # the folder of out/ that labels.csv converters put images in
@@ -37,25 +38,37 @@ class Conversion:
     options: dict[str, Any] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)  # corrupt archive members left out (skip_bad_members)
     names: dict[str, Path] = field(default_factory=dict)  # unpacked files by name, for path_search (built once)
+    budget: ByteBudget | None = None  # what unpacking may write (None: no limit, for trusted local files)
+
+    @property
+    def unpack_budget(self) -> ByteBudget:
+        """The budget every byte unpacked for this conversion is charged to (one object for all its archives)."""
+        if self.budget is None:
+            object.__setattr__(self, "budget", ByteBudget.unlimited(self.dataset))
+        return self.budget  # type: ignore[return-value]
 
     def unpacked(self) -> Path:
-        """Every artefact unpacked (archives) or copied (single files) into work/unpacked, once."""
+        """Every artefact unpacked (archives) or copied (single files) into work/unpacked, once, charged to the budget;
+        with the option `links = true` a link inside becomes a copy of what it names once all is unpacked (VisTex's
+        Reference/ tree links into folders of other inner archives)."""
         target = self.work / "unpacked"
         if not target.exists():
             staging = self.work / "unpacking"
             shutil.rmtree(staging, ignore_errors=True)
+            staging.mkdir(parents=True)
+            budget = self.unpack_budget
+            links = Links(staging) if self.options.get("links") else None
+            skipped = self.skipped if self.options.get("skip_bad_members") else None
             for name, path in self.artefacts.items():
                 kind = archive_kind(name)
                 if kind in ARCHIVES or (kind == "single" and self.options.get("decompress")):
-                    unpack(
-                        path, staging, name=name, skipped=self.skipped if self.options.get("skip_bad_members") else None
-                    )
+                    unpack(path, staging, name=name, skipped=skipped, budget=budget, links=links or False)
                 else:
-                    copy_file(path, staging / name)
-            staging.mkdir(parents=True, exist_ok=True)
+                    copy_in(path, staging, name, budget)
             if self.options.get("unpack_inner"):
-                unpack_inner(staging)
-            resolve_links(staging)  # links inside (VisTex's Reference/ tree) become files; none may leave
+                unpack_inner(staging, budget, links)
+            if links is not None:
+                links.materialise(budget)
             staging.rename(target)
         return target
 
@@ -70,6 +83,21 @@ class Conversion:
     def fail(self, message: str) -> ConversionError:
         return ConversionError(f"{self.dataset}: {message}")
 
+    def inside_out(self, value: str, field: str) -> Path:
+        """out/<value> for an output path built from outside data (options, annotations, cells, member names);
+        UnsafePathError naming the dataset, `field` and the value when it would leave out/."""
+        from lifelong.data.fetch.containment import inside
+
+        return inside(self.out, value, dataset=self.dataset, field=field)
+
+    def inside_unpacked(self, value: str, field: str, under: Path | None = None) -> Path:
+        """<under>/<value> (default: the unpacked artefacts) for an input path read from outside data, refused like
+        `inside_out` when it would leave `under`; "." is `under` itself (a folder option's default)."""
+        from lifelong.data.fetch.containment import inside
+
+        folder = self.unpacked() if under is None else under
+        return folder if value == "." else inside(folder, value, dataset=self.dataset, field=field)
+
 
 def copy_file(src: Path, dst: Path) -> None:
     dst.parent.mkdir(parents=True, exist_ok=True)
@@ -80,19 +108,24 @@ def data_files(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("*") if p.is_file() and not p.name.startswith("."))
 
 
-def unpack_inner(folder: Path) -> None:
-    """Unpack the archives found inside unpacked archives, in place (each beside itself, then removed), to depth 3."""
+def unpack_inner(folder: Path, budget: ByteBudget | None = None, links: Links | None = None) -> None:
+    """Unpack the archives found inside unpacked archives, in place (each beside itself, then removed), to depth 3,
+    charged to `budget`; their links (allowed only with `links`) join the conversion's."""
     for _ in range(3):
         inner = [p for p in folder.rglob("*") if p.is_file() and archive_kind(p.name) in ARCHIVES]
         if not inner:
             return
         for archive in inner:
-            unpack(archive, archive.parent)
+            unpack(archive, archive.parent, budget=budget, links=links or False)
             archive.unlink()
 
 
-def write_labels_csv(out: Path, rows: list[Row]) -> None:
-    """`out/labels.csv` from (image path relative to out, label or list of labels, split or None) rows."""
+def write_labels_csv(job: Conversion, rows: list[Row]) -> None:
+    """`out/labels.csv` from (image path relative to out, label or list of labels, split or None) rows; every path
+    must stay inside out/ (the csv source reads them relative to it)."""
+    for number, (path, _, _) in enumerate(rows, start=2):  # line 1 is the header
+        job.inside_out(path, f"labels.csv row {number} path")
+    out = job.out
     multi = any(isinstance(label, list) for _, label, _ in rows)
     with_split = any(split for _, _, split in rows)
     text = io.StringIO()
@@ -109,7 +142,7 @@ def save_png(job: Conversion, pixels: Any, relative: str) -> str:
     import numpy as np
     from PIL import Image
 
-    target = job.out / relative
+    target = job.inside_out(relative, "image path")
     target.parent.mkdir(parents=True, exist_ok=True)
     image = pixels[..., 0] if pixels.ndim == 3 and pixels.shape[-1] == 1 else pixels
     Image.fromarray(np.ascontiguousarray(image).astype(np.uint8)).save(target)

@@ -194,7 +194,10 @@ def table_rows(job: Conversion, options: dict[str, Any]) -> list[Row]:
         path_sub = opts.get("path_sub")
         for table, local in _tables(job, base, opts):
             root = local.get("path_root")
-            folder = table.parent if not root else base if root == "/" else base / root
+            if not root or root == "/":
+                folder = base if root else table.parent
+            else:
+                folder = job.inside_unpacked(root, "option path_root", base)
             joined = [
                 (f"{table.name}:{line}", one)
                 for line, record in records(job, table, local)
@@ -215,10 +218,14 @@ def table_rows(job: Conversion, options: dict[str, Any]) -> list[Row]:
                         raise job.fail(f"{where}: path {cell!r} does not match path_label {path_label.pattern!r}")
                     groups |= {k: v for k, v in match.groupdict().items() if v is not None}
                 name = local.get("path_template", "{}").format(cell)
-                image = by_name(job, base).get(Path(name).name, base / name) if local.get("path_search") else None
-                image = (image or folder / name).resolve()
-                if base not in image.parents:
-                    raise job.fail(f"{where}: image path {cell!r} leaves the artefacts")
+                if not name.strip():  # an empty cell names no image
+                    if local.get("missing") == "skip":
+                        continue
+                    raise job.fail(f"{where}: the path cell is empty")
+                search = local.get("path_search")
+                image = job.inside_unpacked(name, f"image path of {where}", base if search else folder)
+                if search:  # by its file name anywhere in the artefacts, else from their root
+                    image = by_name(job, base).get(image.name, image)
                 split = _split(job, record, local, groups, where)
                 if local.get("first_per_image"):
                     if (image, split) in seen:

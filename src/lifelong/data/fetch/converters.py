@@ -2,8 +2,10 @@
 
 Each converter gets a `Conversion`: the verified artefact files, a scratch folder and the empty output folder,
 plus the dataset's `[dataset.options]`. It writes only into the output folder; the installer renames that
-folder into place once it is whole. `VERSIONS` is recorded in provenance.json, so a changed converter can be
-told from an old conversion.
+folder into place once it is whole. Every path built from outside data (an option, an annotation file, a table
+cell, an archive member's name) goes through `Conversion.inside_out` / `inside_unpacked` (the one check of
+lifelong.data.fetch.containment) before anything is read from it or written to it. `VERSIONS` is recorded in
+provenance.json, so a changed converter can be told from an old conversion.
 
 - `idx`: IDX files (plain, gzipped, or inside an archive) copied under their IDX names. Option
   `rename = {"archive file name" = "train-images-idx3-ubyte.gz", ...}` for files named otherwise.
@@ -59,9 +61,11 @@ def convert_idx(job: Conversion) -> None:
     for path in data_files(job.unpacked()):
         name = rename.get(path.name, path.name)
         if IDX_FILE_NAME.match(name):
-            if (job.out / name).exists():
+            field = f"option rename[{path.name!r}]" if path.name in rename else "archive member name"
+            target = job.inside_out(name, field)
+            if target.exists():
                 raise job.fail(f"two IDX files named {name} in the artefacts")
-            copy_file(path, job.out / name)
+            copy_file(path, target)
             found += 1
     if not found:
         raise job.fail("no IDX files (PREFIX-images-idx3-ubyte[.gz], PREFIX-labels-idx1-ubyte[.gz]) in the artefacts")
@@ -76,44 +80,45 @@ def convert_cifar(job: Conversion) -> None:
         raise job.fail(f"expected one folder of CIFAR pickles in the artefacts, found {len(folders)}: {where}")
     for path in folders[0].iterdir():
         if path.is_file():
-            copy_file(path, job.out / path.name)
+            copy_file(path, job.inside_out(path.name, "archive member name"))
 
 
-def _inside(job: Conversion, base: Path, relative: str) -> Path:
-    folder = (base / relative).resolve()
-    if base.resolve() not in (folder, *folder.parents) or not folder.is_dir():
-        raise job.fail(f"folder {relative!r} is not in the unpacked artefacts")
+def _folder(job: Conversion, relative: str, field: str) -> Path:
+    """A folder of the unpacked artefacts named by an option (checked to stay inside them)."""
+    folder = job.inside_unpacked(relative, field)
+    if not folder.is_dir():
+        raise job.fail(f"{field}: folder {relative!r} is not in the unpacked artefacts")
     return folder
 
 
 def convert_folder(job: Conversion) -> None:
-    base = job.unpacked()
     splits = job.options.get("splits")
     sources = (
-        {split: _inside(job, base, rel) for split, rel in splits.items()}
+        {split: _folder(job, rel, f"option splits.{split}") for split, rel in splits.items()}
         if splits
-        else {"": _inside(job, base, job.options.get("root", "."))}
+        else {"": _folder(job, job.options.get("root", "."), "option root")}
     )
     for split, folder in sources.items():
-        target = job.out / split if split else job.out
+        target = job.inside_out(split, "option splits (a split name)") if split else job.out
         target.mkdir(parents=True, exist_ok=True)
         for child in sorted(folder.iterdir()):
             if not child.name.startswith("."):
-                shutil.move(str(child), target / child.name)
+                name = f"{split}/{child.name}" if split else child.name
+                shutil.move(str(child), job.inside_out(name, "archive member name"))
 
 
-def _move_contents(source: Path, out: Path, strip_top: bool) -> None:
+def _move_contents(job: Conversion, source: Path, strip_top: bool) -> None:
     children = [c for c in sorted(source.iterdir()) if not c.name.startswith(".")]
     if strip_top and len(children) == 1 and children[0].is_dir():
         children = sorted(children[0].iterdir())
     for child in children:
-        shutil.move(str(child), out / child.name)
+        shutil.move(str(child), job.inside_out(child.name, "archive member name"))
 
 
 def convert_clear(job: Conversion) -> None:
     from lifelong.data.sources.clear import ClearFolder
 
-    _move_contents(job.unpacked(), job.out, strip_top=False)
+    _move_contents(job, job.unpacked(), strip_top=False)
     try:
         ClearFolder(job.out)
     except (FileNotFoundError, ValueError) as exc:
@@ -123,9 +128,9 @@ def convert_clear(job: Conversion) -> None:
 def convert_copy(job: Conversion) -> None:
     if not job.options.get("unpack"):
         for name, path in job.artefacts.items():
-            copy_file(path, job.out / name)
+            copy_file(path, job.inside_out(name, "artefact file name"))
         return
-    _move_contents(job.unpacked(), job.out, strip_top=bool(job.options.get("strip_top")))
+    _move_contents(job, job.unpacked(), strip_top=bool(job.options.get("strip_top")))
 
 
 # Converters that produce labels.csv rows (path, label or labels, split); `parts` combines them.
@@ -168,7 +173,7 @@ def finish(job: Conversion, rows: list[Row], options: dict[str, Any]) -> None:
         rows = [r for r in rows if not isinstance(r[1], str) or counts[r[1]] >= int(options["min_per_class"])]
     if not rows:
         raise job.fail("the conversion found no image")
-    write_labels_csv(job.out, rows)
+    write_labels_csv(job, rows)
 
 
 def expand_label_sets(job: Conversion, rows: list[Row], spec: dict[str, Any]) -> list[Row]:
@@ -229,3 +234,6 @@ VERSIONS = dict.fromkeys(CONVERTERS, 1)
 # What the installer checks after a converter ran: the source kind lifelong.data.sources detects in the output.
 DETECTED = {"idx": "idx:", "cifar": "cifar:", "folder": "folder:", "imagenet": "folder:", "rotated_idx": "idx:"}
 DETECTED |= dict.fromkeys((*ROW_MAKERS, "parts"), "csv:")
+# Converters that read their archives where they are (no unpacked copy on disk): the free-disk check counts one
+# copy of the data for them, two (unpacked + converted) for the others.
+READS_IN_PLACE = frozenset({"imagenet"})

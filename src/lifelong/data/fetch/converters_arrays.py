@@ -187,11 +187,11 @@ def mat_table_rows(job: Conversion, options: dict[str, Any]) -> list[Row]:
             labels = [[str(j) for j in np.flatnonzero(np.asarray(row, dtype=float) > above)] for row in matrix]
         if any(label is None for label in labels):
             raise job.fail(f"{file.name}: mats entries need labels, label_every or label_matrix")
-        root = base / options.get("path_root", ".")
+        root = job.inside_unpacked(options.get("path_root", "."), "option path_root", base)
         splits = splits or [part.get("split")] * len(paths)
         for path, label, split in zip(paths, labels, splits, strict=True):
-            image = (root / path).resolve()
-            if base not in image.parents or not image.is_file():
+            image = job.inside_unpacked(path, f"image path in {file.name}", root)
+            if not image.is_file():
                 raise job.fail(f"{file.name}: image {path!r} is not in the artefacts")
             if image not in placed:
                 placed[image] = place(job, image, base)

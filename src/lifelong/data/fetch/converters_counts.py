@@ -81,7 +81,7 @@ def side_file(job: Conversion, base: Path, template: str, groups: dict[str, str]
         relative = template.format(**groups)
     except (KeyError, IndexError) as exc:
         raise job.fail(f"side-file template {template!r} names {exc}, not a group of the files regex") from None
-    path = base / relative
+    path = job.inside_unpacked(relative, f"side file of {image} (template {template!r})", base)
     if not path.is_file():
         raise job.fail(f"{image}: its side file {relative} is not in the artefacts")
     return path

@@ -112,7 +112,7 @@ def pose_bin_rows(job: Conversion, options: dict[str, Any]) -> list[Row]:
     labels = np.stack([bin_of(angles[:, k], equal_frequency_edges(angles[:, k], bins)) for k in range(3)], axis=1)
     rows: list[Row] = []
     for pose, binned in zip(poses, labels, strict=True):
-        image = pose.with_name(pose.name[: -len(pose_suffix)] + image_suffix)
+        image = job.inside_unpacked(pose.name[: -len(pose_suffix)] + image_suffix, "option image_suffix", pose.parent)
         if not image.is_file():
             continue
         split = _subject_split(job, image.relative_to(base).as_posix(), options)
@@ -159,4 +159,5 @@ def convert_rotated_idx(job: Conversion) -> None:
                 [rotate(image, int(angle), reshape=False) for image, angle in zip(array, angles, strict=True)]
             )
         header = bytes([0, 0, 0x08, array.ndim]) + b"".join(int(d).to_bytes(4, "big") for d in array.shape)
-        (job.out / f"{name}-{what}-idx{ndim}-ubyte").write_bytes(header + array.astype(np.uint8).tobytes())
+        target = job.inside_out(f"{name}-{what}-idx{ndim}-ubyte", "archive member name")
+        target.write_bytes(header + array.astype(np.uint8).tobytes())

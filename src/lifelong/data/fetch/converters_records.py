@@ -102,8 +102,9 @@ def _crops(job: Conversion, path: Path, marks: list[dict], names: dict, min_box:
                 continue
             box = (int(x), int(y), int(min(image.width, x + w)), int(min(image.height, y + h)))
             relative = f"{folder}/{path.stem}_{mark['id']}.png"
-            (job.out / relative).parent.mkdir(parents=True, exist_ok=True)
-            image.crop(box).save(job.out / relative)
+            target = job.inside_out(relative, "image path (its annotation id)")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            image.crop(box).save(target)
             out.append((relative, names[mark["category_id"]]))
     return out
 
@@ -113,7 +114,7 @@ def coco_rows(job: Conversion, options: dict[str, Any]) -> list[Row]:
     from lifelong.data.fetch.converters_tables import place
 
     base = job.unpacked().resolve()
-    root = base / options.get("path_root", ".")
+    root = job.inside_unpacked(options.get("path_root", "."), "option path_root", base)
     by_id = options.get("label", "name") != "name"
     offset = int(options.get("label_offset", 0))
     placed: dict[Path, str] = {}
@@ -128,12 +129,12 @@ def coco_rows(job: Conversion, options: dict[str, Any]) -> list[Row]:
             for mark in content["annotations"]:
                 per_image.setdefault(mark["image_id"], []).append(mark)
             for image_id, marks in per_image.items():
-                name = images[image_id]
-                path = by_name(job, base).get(Path(name).name) if options.get("path_search") else root / name
+                listed = job.inside_unpacked(images[image_id], f"file_name in {file.name}", root)
+                path = by_name(job, base).get(listed.name) if options.get("path_search") else listed
                 if path is None or (path not in placed and not path.is_file()):
                     if options.get("missing") == "skip":
                         continue
-                    raise job.fail(f"{file.name}: image {name!r} is not in the artefacts")
+                    raise job.fail(f"{file.name}: image {images[image_id]!r} is not in the artefacts")
                 if options.get("mode", "image") == "box":
                     min_box = float(options.get("min_box", 0))
                     folder = f"{IMAGES}/{split}"

@@ -25,6 +25,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+from lifelong.data.fetch.containment import plain_name
 from lifelong.data.fetch.conversion import IMAGES, Conversion, Row, data_files
 from lifelong.data.images import is_image_file
 
@@ -43,10 +44,15 @@ def split_name(job: Conversion, value: str, mapping: dict[str, str]) -> str:
 
 def place(job: Conversion, image: Path, base: Path) -> str:
     """Move an image of the unpacked artefacts into out/images/, keeping its path; returns it relative to out."""
-    relative = f"{IMAGES}/{image.relative_to(base).as_posix()}"
-    target = job.out / relative
+    try:
+        member = image.relative_to(base).as_posix()
+    except ValueError:
+        raise job.fail(f"image {image} is not in the unpacked artefacts") from None
+    source = job.inside_unpacked(member, "image path", base)
+    relative = f"{IMAGES}/{member}"
+    target = job.inside_out(relative, "image path")
     target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.move(str(image), target)
+    shutil.move(str(source), target)
     return relative
 
 
@@ -64,8 +70,9 @@ def grid_crops(job: Conversion, image: Path, base: Path, grid: list[int]) -> lis
         for r in range(rows):
             for c in range(columns):
                 relative = f"{stem}_{r}_{c}.png"
-                (job.out / relative).parent.mkdir(parents=True, exist_ok=True)
-                source.crop((c * width, r * height, (c + 1) * width, (r + 1) * height)).save(job.out / relative)
+                target = job.inside_out(relative, "image path")
+                target.parent.mkdir(parents=True, exist_ok=True)
+                source.crop((c * width, r * height, (c + 1) * width, (r + 1) * height)).save(target)
                 paths.append(relative)
     return paths
 
@@ -91,13 +98,15 @@ def pattern_rows(job: Conversion, options: dict[str, Any]) -> list[Row]:
     return rows
 
 
-def _voc_ids(root: Path, options: dict[str, Any]) -> tuple[dict[str, str | None], bool]:
+def _voc_ids(job: Conversion, root: Path, options: dict[str, Any]) -> tuple[dict[str, str | None], bool]:
     """Image id -> split from `splits` lists, or ids from `ids_from` lists (no split); and whether ids are chosen."""
     chosen: dict[str, str | None] = {}
     for split, listing in options.get("splits", {}).items():
-        path = root / listing
+        path = job.inside_unpacked(listing, f"option splits.{split}", root)
         if path.is_file():
             chosen |= {line.split()[0]: split for line in path.read_text().splitlines() if line.strip()}
+    if options.get("ids_from"):  # a glob: checked like a path (no absolute path, no '..'), then globbed under root
+        job.inside_unpacked(options["ids_from"], "option ids_from", root)
     for listing in sorted(root.glob(options["ids_from"])) if options.get("ids_from") else []:
         chosen |= {line.split()[0]: None for line in listing.read_text().splitlines() if line.strip()}
     return chosen, bool(options.get("splits") or options.get("ids_from"))
@@ -118,8 +127,9 @@ def _voc_box_rows(job: Conversion, image: Path, tree: ET.Element, split: str | N
             labels = sorted(a.tag for a in actions if (a.text or "").strip() in ("1", "1.0"))
             x0, y0, x1, y1 = (int(float(box.findtext(t) or 0)) for t in ("xmin", "ymin", "xmax", "ymax"))
             relative = f"{IMAGES}/{image.stem}_{k}.png"
-            (job.out / IMAGES).mkdir(parents=True, exist_ok=True)
-            source.crop((x0, y0, x1, y1)).save(job.out / relative)
+            target = job.inside_out(relative, "image path")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            source.crop((x0, y0, x1, y1)).save(target)
             rows.append((relative, labels, split))
     return rows
 
@@ -127,17 +137,20 @@ def _voc_box_rows(job: Conversion, image: Path, tree: ET.Element, split: str | N
 def voc_rows(job: Conversion, options: dict[str, Any]) -> list[Row]:
     base = job.unpacked()
     pattern = options.get("root", "**")
+    job.inside_unpacked(pattern, "option root")  # a glob: checked like a path, then globbed under the artefacts
     roots = sorted({p.parent.parent for p in base.glob(f"{pattern}/Annotations/*.xml")})
     if not roots:
         raise job.fail(f"no VOC folder (Annotations/*.xml) matches root = {pattern!r} in the artefacts")
     rows: list[Row] = []
     for root in roots:
-        chosen, restricted = _voc_ids(root, options)
+        chosen, restricted = _voc_ids(job, root, options)
         for xml in sorted((root / "Annotations").glob("*.xml")):
             if restricted and xml.stem not in chosen:
                 continue
             tree = ET.parse(xml).getroot()
-            image = root / "JPEGImages" / (tree.findtext("filename") or f"{xml.stem}.jpg").strip()
+            name = (tree.findtext("filename") or f"{xml.stem}.jpg").strip()
+            field = f"VOC <filename> in {xml.relative_to(base).as_posix()}"
+            image = job.inside_unpacked(name, field, root / "JPEGImages")
             if not image.is_file():
                 raise job.fail(f"{xml.name}: image {image.name} is not in {root / 'JPEGImages'}")
             if options.get("mode") == "actions":
@@ -171,11 +184,19 @@ def _imagenet_val_wnids(job: Conversion, devkit: Path) -> list[str]:
     return [wnid[int(i)] for i in ids]
 
 
-def _plain_name(job: Conversion, name: str) -> str:
-    base = Path(name).name
-    if not base or base in (".", "..") or base != name.lstrip("./").split("/")[-1]:
-        raise job.fail(f"unexpected member {name!r}")
-    return base
+def _plain_name(job: Conversion, name: str, archive: str) -> str:
+    """A member's name that must be a plain file name (ImageNet's tars are flat): no folder, no '..'."""
+    return plain_name(name, dataset=job.dataset, field=f"member name in {archive}")
+
+
+def _stream_member(job: Conversion, archive: Any, member: Any, target: Path, item: str) -> None:
+    """A tar member's bytes streamed into a fresh file, charged to the conversion's unpack budget (never read whole)."""
+    from lifelong.data.fetch.members import chunks, write_fresh
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if member.size > job.unpack_budget.remaining():  # it declares more than is left: refused before a byte
+        job.unpack_budget.charge(member.size, item)
+    write_fresh(target, chunks(archive.extractfile(member)), job.unpack_budget, item)
 
 
 def convert_imagenet(job: Conversion) -> None:
@@ -191,24 +212,23 @@ def convert_imagenet(job: Conversion) -> None:
         for member in outer:
             if not (member.isfile() and member.name.endswith(".tar")):
                 continue
-            wnid = Path(_plain_name(job, member.name)).stem
-            folder = job.out / "train" / wnid
-            folder.mkdir(parents=True, exist_ok=True)
+            wnid = Path(_plain_name(job, member.name, train.name)).stem
             with tarfile.open(fileobj=outer.extractfile(member), mode="r|*") as inner:
                 for image in inner:
                     if image.isfile():
-                        (folder / _plain_name(job, image.name)).write_bytes(inner.extractfile(image).read())  # type: ignore[union-attr]
+                        name = _plain_name(job, image.name, f"{member.name} in {train.name}")
+                        target = job.inside_out(f"train/{wnid}/{name}", f"member name in {member.name}")
+                        _stream_member(job, inner, image, target, f"{train.name} member {member.name}:{image.name}")
     with tarfile.open(val, "r|*") as tf:
         images = 0
         for member in tf:
             if member.isfile():
-                name = _plain_name(job, member.name)
+                name = _plain_name(job, member.name, val.name)
                 number = int(re.search(r"(\d+)\.JPEG$", name, re.I).group(1))  # type: ignore[union-attr]
                 if not 1 <= number <= len(wnids):
                     raise job.fail(f"{name}: no ground truth for validation image {number}")
-                folder = job.out / "val" / wnids[number - 1]
-                folder.mkdir(parents=True, exist_ok=True)
-                (folder / name).write_bytes(tf.extractfile(member).read())  # type: ignore[union-attr]
+                target = job.inside_out(f"val/{wnids[number - 1]}/{name}", f"{val.name} member under its devkit wnid")
+                _stream_member(job, tf, member, target, f"{val.name} member {member.name}")
                 images += 1
     if images != len(wnids):
         raise job.fail(f"{val.name} holds {images} images, the devkit's ground truth {len(wnids)}")

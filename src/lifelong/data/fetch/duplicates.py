@@ -20,10 +20,11 @@ def drop_duplicate_images(job: Conversion, rows: list[Row]) -> list[Row]:
     for path, label, split in sorted(rows, key=lambda row: row[0]):
         if path in kept_paths:  # a second row of a kept image (not grouped): a row, not a file, to drop
             continue
-        digest = hashlib.sha256((job.out / path).read_bytes()).hexdigest()
+        image = job.inside_out(path, "labels.csv row path")
+        digest = hashlib.sha256(image.read_bytes()).hexdigest()
         key = (digest, label if isinstance(label, str) else ";".join(sorted(label)))
         if key in seen:
-            (job.out / path).unlink()
+            image.unlink()
             continue
         seen.add(key)
         kept_paths.add(path)

@@ -6,12 +6,19 @@ Nothing half-done is ever visible under `<root>/<name>`:
 - conversion happens in `<root>/.fetch/work/<name>-<pid>/`; the finished folder gets `provenance.json` (URLs,
   hashes, converter and version, licence and its acceptance) and a `.ready` marker, then one rename puts it in
   place. A kill leaves the old state or the new one; the next run removes stale work and redoes it;
-- replacing (`overwrite`) moves the old folder aside first and restores it if the run dies between the renames.
+- replacing (`overwrite`) swaps the new folder with the old one in one step (Linux `renameat2` RENAME_EXCHANGE),
+  so `<root>/<name>` never goes missing; elsewhere the old folder is moved aside and restored if the run dies;
+- one lock per dataset covers download, verification and conversion: a second fetch waits, then finds the dataset
+  up to date; any error removes the work folder (a `.part` download that can resume is kept for the next run);
+- what outside data may take is bounded (lifelong.data.fetch.budgets, docs/security.md): the download's bytes by
+  the manifest's size, unpacking by the dataset's unpack budget, and the free disk is compared with the job first.
 """
 
 from __future__ import annotations
 
+import ctypes
 import datetime as dt
+import errno
 import fcntl
 import json
 import os
@@ -22,8 +29,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lifelong.core.files import atomic_write_bytes
+from lifelong.data.fetch.budgets import ByteBudget, UnpackLimit, check_free_disk
+from lifelong.data.fetch.containment import plain_name
 from lifelong.data.fetch.conversion import Conversion, ConversionError
-from lifelong.data.fetch.converters import CONVERTERS, DETECTED, VERSIONS
+from lifelong.data.fetch.converters import CONVERTERS, DETECTED, READS_IN_PLACE, VERSIONS
 from lifelong.data.fetch.download import DownloadSettings, Progress, download
 from lifelong.data.fetch.kaggle import kaggle_download
 from lifelong.data.fetch.manifest import Artefact, DatasetEntry, FetchRefused
@@ -62,10 +71,10 @@ class Acquired:
     source: str
     server_name: str | None = None
 
-    def unpack_name(self, file: str) -> str:
+    def unpack_name(self, file: str, dataset: str) -> str:
         """The name that says how to unpack it: the server's, when the manifest's name has no archive suffix."""
         if self.server_name and archive_kind(file) == "plain" and archive_kind(self.server_name) != "plain":
-            return self.server_name
+            return plain_name(self.server_name, dataset=dataset, field=f"the server's file name for {file}")
         return file
 
 
@@ -150,7 +159,7 @@ def acquire(
         for artefact in request.entry.artefacts:
             path = locate_in(request.from_dir, artefact, request.entry.name)
             assert path is not None
-            got[artefact.file] = Acquired(path, _verify(path, artefact), f"file://{path.resolve()}")
+            got[artefact.file] = Acquired(path, _verify(path, artefact, None), f"file://{path.resolve()}")
         return got
     missing = [a.file for a in request.entry.artefacts if not (request.downloads / a.file).is_file()]
     if request.entry.access == "kaggle" and missing:
@@ -158,40 +167,68 @@ def acquire(
     for artefact in request.entry.artefacts:
         fetched = download(
             mirror_urls(request, artefact), request.downloads, artefact.file, settings=settings,
-            progress=progress(artefact),
+            progress=progress(artefact), size=artefact.size,
         )  # fmt: skip
         record = request.downloads / f".{artefact.file}.source.json"  # where an earlier run's file came from
-        try:
-            verified = _verify(fetched.path, artefact)
+        try:  # checked against the copy asked for (the manifest's URL, before redirects): now, or as recorded
+            earlier = json.loads(record.read_text()) if record.is_file() else {}
+            served_by = fetched.requested or earlier.get("requested") or earlier.get("url")
+            verified = _verify(fetched.path, artefact, served_by)
         except ChecksumError:
             fetched.path.unlink(missing_ok=True)  # a wrong file must not be "resumed" or reused
             record.unlink(missing_ok=True)
             raise
         if fetched.url:
-            atomic_write_bytes(record, json.dumps({"url": fetched.url, "server_name": fetched.server_name}).encode())
+            source = {"url": fetched.url, "requested": fetched.requested, "server_name": fetched.server_name}
+            atomic_write_bytes(record, json.dumps(source).encode())
         earlier = json.loads(record.read_text()) if record.is_file() else {"url": "(downloaded earlier)"}
         got[artefact.file] = Acquired(fetched.path, verified, earlier["url"], earlier.get("server_name"))
     return got
 
 
-def _verify(path: Path, artefact: Artefact) -> Verified:
-    """Check against the manifest; an artefact with no published checksum is recorded (its sha256), not checked."""
+def _verify(path: Path, artefact: Artefact, served_by: str | None) -> Verified:
+    """Check against the manifest (the digests of the copy at `served_by`, the URL that served the file; any copy's
+    when None); an artefact with no published checksum is recorded (its sha256), not checked."""
     if not artefact.expected() and not artefact.payload_sha256:
         return Verified(artefact.file, "unverified (no published checksum)", file_digests(path, ("sha256",)))
-    return verify_artefact(path, artefact)
+    return verify_artefact(path, artefact, served_by)
 
 
 @contextmanager
-def dataset_lock(root: Path, name: str) -> Iterator[None]:
-    """One fetch of a dataset at a time per data root (a second waits)."""
+def dataset_lock(root: Path, name: str, waiting: Callable[[str], None] | None = None) -> Iterator[None]:
+    """One fetch of a dataset at a time per data root: a second one calls `waiting(name)`, then waits its turn."""
     locks = root / STAGING / "locks"
     locks.mkdir(parents=True, exist_ok=True)
     with open(locks / f"{name}.lock", "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if waiting:
+                waiting(name)
+            fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+def exchange(new: Path, old: Path) -> bool:
+    """Swap two folders in one step (Linux renameat2 RENAME_EXCHANGE); False where the system cannot."""
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return False
+    result = renameat2(_AT_FDCWD, os.fsencode(new), _AT_FDCWD, os.fsencode(old), _RENAME_EXCHANGE)
+    if result == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        return False
+    raise OSError(code, f"cannot swap {new} into place: {os.strerror(code)}")
 
 
 def recover(root: Path, name: str) -> None:
@@ -235,34 +272,65 @@ def provenance(request: FetchRequest, files: dict[str, Acquired]) -> dict:
     }
 
 
-def convert_into_place(request: FetchRequest, files: dict[str, Acquired]) -> str:
-    """Convert in a work folder, mark it ready, and rename it to `<root>/<name>`; returns installed/replaced."""
+def unpack_budget(request: FetchRequest, files: dict[str, Acquired], limit: UnpackLimit) -> ByteBudget:
+    """The dataset's unpack budget: its manifest unpacked_size, else a ratio of its archives' bytes up to a cap."""
+    archive_bytes = sum(got.path.stat().st_size for got in files.values())
+    budget, source = limit.budget_for(archive_bytes, request.entry.unpacked_size)
+    return ByteBudget(budget, source, request.entry.name)
+
+
+def disk_needed(request: FetchRequest, limit: UnpackLimit) -> int:
+    """Bytes of disk the job is expected to take: the downloads still to do, the unpacked copy (none for converters
+    that read archives in place) and the converted folder, each the manifest's unpacked_size, else the archives'
+    size (the unpack budget still bounds what unpacking writes)."""
+    entry = request.entry
+    known = [a.size or 0 for a in entry.artefacts]
+    pending = 0
+    if request.from_dir is None:
+        pending = sum(a.size or 0 for a in entry.artefacts if not (request.downloads / a.file).is_file())
+    unpacked = entry.unpacked_size if entry.unpacked_size is not None else sum(known)
+    if limit.explicit_cap:
+        unpacked = min(unpacked, limit.cap)
+    return pending + (1 if entry.converter in READS_IN_PLACE else 2) * unpacked
+
+
+def convert_into_place(request: FetchRequest, files: dict[str, Acquired], limit: UnpackLimit | None = None) -> str:
+    """Convert in a work folder, mark it ready, and swap it in as `<root>/<name>`; returns installed/replaced.
+    Any error (a budget, a refused path, a bad archive) removes the work folder before it goes up."""
     from lifelong.data.sources import detect_source
 
-    entry, root = request.entry, request.root
+    entry, root, limit = request.entry, request.root, limit or UnpackLimit()
     work = root / STAGING / "work" / f"{entry.name}-{os.getpid()}"
     shutil.rmtree(work, ignore_errors=True)
-    out = work / entry.name
-    out.mkdir(parents=True)
-    artefacts = {got.unpack_name(file): got.path for file, got in files.items()}
-    job = Conversion(entry.name, artefacts, work / "scratch", out, entry.options)
-    (work / "scratch").mkdir()
-    CONVERTERS[entry.converter](job)
-    expected = DETECTED.get(entry.converter)
-    if expected and not (detect_source(out) or "").startswith(expected):
-        raise ConversionError(f"{entry.name}: converted folder does not hold the {expected[:-1]} layout")
-    shutil.rmtree(work / "scratch")
-    record = provenance(request, files) | {"skipped_members": job.skipped}
-    atomic_write_bytes(out / PROVENANCE, json.dumps(record, indent=2).encode())
-    atomic_write_bytes(out / READY, b"")
-    state = "installed"
-    if request.target.exists():
-        aside = root / STAGING / "aside"
-        aside.mkdir(parents=True, exist_ok=True)
-        request.target.rename(aside / f"{entry.name}-{os.getpid()}")
-        state = "replaced"
-    out.rename(request.target)
-    recover(root, entry.name)  # drops the moved-aside folder and the work folder
+    try:
+        out = work / entry.name
+        out.mkdir(parents=True)
+        artefacts = {got.unpack_name(file, entry.name): got.path for file, got in files.items()}
+        budget = unpack_budget(request, files, limit)
+        job = Conversion(entry.name, artefacts, work / "scratch", out, entry.options, budget=budget)
+        (work / "scratch").mkdir()
+        CONVERTERS[entry.converter](job)
+        expected = DETECTED.get(entry.converter)
+        if expected and not (detect_source(out) or "").startswith(expected):
+            raise ConversionError(f"{entry.name}: converted folder does not hold the {expected[:-1]} layout")
+        shutil.rmtree(work / "scratch")
+        record = provenance(request, files) | {"skipped_members": job.skipped}
+        atomic_write_bytes(out / PROVENANCE, json.dumps(record, indent=2).encode())
+        atomic_write_bytes(out / READY, b"")
+        state = "installed"
+        if request.target.exists():
+            state = "replaced"
+            if not exchange(out, request.target):  # the old folder moves aside, restored by recover() if we die
+                aside = root / STAGING / "aside"
+                aside.mkdir(parents=True, exist_ok=True)
+                request.target.rename(aside / f"{entry.name}-{os.getpid()}")
+                out.rename(request.target)
+        else:
+            out.rename(request.target)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    recover(root, entry.name)  # drops the work folder (holding the old data after an exchange) and any aside
     return state
 
 
@@ -270,16 +338,36 @@ def fetch(
     request: FetchRequest,
     settings: DownloadSettings | None = None,
     progress: Callable[[Artefact], Progress | None] = lambda artefact: None,
+    limit: UnpackLimit | None = None,
+    waiting: Callable[[str], None] | None = None,
 ) -> FetchOutcome:
-    """Fetch one dataset as `request` says; FetchRefused / ChecksumError / DownloadError say why not."""
-    settings = settings or DownloadSettings()
+    """Fetch one dataset as `request` says; FetchRefused / ChecksumError / DownloadError / BudgetExceeded say why not.
+    The whole of it holds the dataset's lock (`waiting(name)` is called when another fetch has it)."""
+    settings, limit = settings or DownloadSettings(), limit or UnpackLimit()
     check_allowed(request)
-    if not request.overwrite and is_up_to_date(request):
-        return FetchOutcome(request.entry.name, "up to date", request.target)
-    files = acquire(request, settings, progress)  # verified before anything under the target is touched
+    new_root = not request.root.exists()
     request.root.mkdir(parents=True, exist_ok=True)
-    with dataset_lock(request.root, request.entry.name):
-        recover(request.root, request.entry.name)
-        state = convert_into_place(request, files)
+    try:
+        with dataset_lock(request.root, request.entry.name, waiting):
+            recover(request.root, request.entry.name)
+            if not request.overwrite and is_up_to_date(request):
+                return FetchOutcome(request.entry.name, "up to date", request.target)
+            check_free_disk(request.root, disk_needed(request, limit), f"fetching {request.entry.name}")
+            files = acquire(request, settings, progress)  # verified before anything under the target is touched
+            state = convert_into_place(request, files, limit)
+    except BaseException:
+        if new_root:
+            _remove_empty_root(request.root, request.entry.name)
+        raise
     checks = tuple(got.verified for got in files.values())
     return FetchOutcome(request.entry.name, state, request.target, checks)
+
+
+def _remove_empty_root(root: Path, name: str) -> None:
+    """A failed first fetch into a new data root leaves no trace: its lock file and the folders, when empty."""
+    (root / STAGING / "locks" / f"{name}.lock").unlink(missing_ok=True)
+    for folder in (root / STAGING / "locks", root / STAGING / "work", root / STAGING, root):
+        try:
+            folder.rmdir()
+        except OSError:  # not empty (downloads kept for a resume, another fetch's files) or gone: keep it
+            pass

@@ -4,6 +4,11 @@ A single compressed file (`.gz`, `.bz2`, `.xz`) that a distribution recompressed
 `dataset-fashion-mnist` rewrote the gzip headers) has other bytes than the published file while holding the
 same content. Such an artefact may record `payload_sha256`, the digest of its decompressed bytes: a file whose
 own digest differs is then accepted when its payload's matches, and the provenance says which check passed.
+
+An artefact whose hosts serve different bytes lists its digests per copy (`[[dataset.artefacts.copies]]`): a
+download is checked against the digests of the copy that served it; a file whose source is unknown (`--from`,
+a `--mirror`, a redirect to another host) passes when it matches every digest of any one copy. Without copies,
+every listed digest must match (`digests = "any"`: one of them suffices).
 """
 
 from __future__ import annotations
@@ -12,12 +17,13 @@ import bz2
 import gzip
 import hashlib
 import lzma
+import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from lifelong.data.fetch.manifest import Artefact
+from lifelong.data.fetch.manifest import DIGESTS, Artefact, Copy
 
 CHUNK = 1 << 20
 DECOMPRESSORS: dict[str, Callable[[Path], BinaryIO]] = {
@@ -33,11 +39,13 @@ class ChecksumError(ValueError):
 
 @dataclass(frozen=True)
 class Verified:
-    """How an artefact passed: `check` is "sha256", "md5" or "payload_sha256"; `digests` what was computed."""
+    """How an artefact passed: `check` is "sha256", "md5" or "payload_sha256" (with the copy's URL for an artefact
+    listed per copy: "md5 (copy URL)"); `digests` what was computed; `copy` the URL of the copy whose digests passed."""
 
     file: str
     check: str
     digests: dict[str, str]
+    copy: str | None = None
 
 
 def stream_digests(stream: BinaryIO, algorithms: tuple[str, ...]) -> dict[str, str]:
@@ -66,24 +74,67 @@ def payload_digest(path: Path) -> str:
         return f"(cannot be decompressed: {exc})"
 
 
-def verify_artefact(path: Path, artefact: Artefact) -> Verified:
-    """Check `path` against the artefact's digests; a ChecksumError names the file, expected and actual hashes."""
-    if artefact.size is not None and path.stat().st_size != artefact.size and not artefact.payload_sha256:
-        raise ChecksumError(
-            f"checksum: {artefact.file} has {path.stat().st_size:,} bytes, expected {artefact.size:,} ({path})"
-        )
-    expected = artefact.expected()
-    actual = file_digests(path, tuple(expected) or ("sha256",))
-    if expected and all(actual[algo] == value for algo, value in expected.items()):
-        return Verified(artefact.file, next(iter(expected)), actual)
+def _same_url(a: str, b: str) -> bool:
+    """The same URL, scheme and host compared without case."""
+    x, y = urllib.parse.urlsplit(a), urllib.parse.urlsplit(b)
+    return x._replace(scheme=x.scheme.lower(), netloc=x.netloc.lower()) == y._replace(
+        scheme=y.scheme.lower(), netloc=y.netloc.lower()
+    )
+
+
+def candidates(artefact: Artefact, served_by: str | None) -> tuple[Copy, ...]:
+    """The copies a file may match: the one at `served_by`, else (unknown, --from, a mirror) any copy.
+    An artefact without copies is one copy of its own digests and size, with no URL."""
+    if not artefact.copies:
+        return (Copy("", artefact.sha256, artefact.md5, artefact.size),)
+    served = [c for c in artefact.copies if served_by and _same_url(c.url, served_by)]
+    return tuple(served) or artefact.copies
+
+
+def _passes(copy: Copy, actual: dict[str, str], rule: str) -> str | None:
+    """The algorithm by which `actual` matches the copy's digests (every one, or any with rule "any"), or None."""
+    matched = [algo for algo, value in copy.expected().items() if actual.get(algo) == value]
+    if matched and (rule == "any" or len(matched) == len(copy.expected())):
+        return matched[0]
+    return None
+
+
+def verify_artefact(path: Path, artefact: Artefact, served_by: str | None = None) -> Verified:
+    """Check `path` against the artefact's digests: those of the copy at `served_by` (the URL that served it),
+    or of any one copy when that is unknown; a ChecksumError names the file, expected and actual hashes."""
+    copies = candidates(artefact, served_by)
+    size = path.stat().st_size
+    sized = [c for c in copies if c.size is None or c.size == size]
+    if not sized and not artefact.payload_sha256:
+        wanted = " or ".join(f"{c.size:,}" for c in copies)
+        raise ChecksumError(f"checksum: {artefact.file} has {size:,} bytes, expected {wanted} ({path})")
+    algos = tuple(algo for algo in DIGESTS if any(algo in c.expected() for c in copies))
+    actual = file_digests(path, algos or ("sha256",))
+    for copy in sized:
+        algo = _passes(copy, actual, artefact.digests)
+        if algo:
+            return Verified(artefact.file, f"{algo} (copy {copy.url})" if copy.url else algo, actual, copy.url or None)
     if artefact.payload_sha256:
         payload = payload_digest(path)
         if payload == artefact.payload_sha256:
             return Verified(artefact.file, "payload_sha256", {**actual, "payload_sha256": payload})
         actual["payload_sha256"] = payload
-        expected = {**expected, "payload_sha256": artefact.payload_sha256}
-    if not expected:
+    if not algos and not artefact.payload_sha256:
         raise ChecksumError(f"checksum: {artefact.file} has no sha256, md5 or payload_sha256 in the manifest")
-    wanted = ", ".join(f"{algo} {value}" for algo, value in expected.items())
-    got = ", ".join(f"{algo} {actual[algo]}" for algo in expected)
-    raise ChecksumError(f"checksum mismatch for {artefact.file} ({path}): expected {wanted}; got {got}")
+    options = [_describe(c, artefact.digests, size) for c in copies if c.expected()]
+    if artefact.payload_sha256:
+        options.append(f"payload_sha256 {artefact.payload_sha256}")
+    got = ", ".join(f"{algo} {value}" for algo, value in actual.items())
+    served = f", served by {served_by}" if served_by else ""
+    raise ChecksumError(
+        f"checksum mismatch for {artefact.file} ({path}{served}): expected {'; or '.join(options)}; got {got}"
+    )
+
+
+def _describe(copy: Copy, rule: str, size: int) -> str:
+    """A copy's digests as an error states them: "md5 X (copy URL)", "any one of sha256 X, md5 Y"."""
+    digests = ", ".join(f"{algo} {value}" for algo, value in copy.expected().items())
+    text = f"any one of {digests}" if rule == "any" and len(copy.expected()) > 1 else digests
+    if copy.size is not None and copy.size != size:
+        text += f" and {copy.size:,} bytes (this file has {size:,})"
+    return f"{text} (copy {copy.url})" if copy.url else text

@@ -4,7 +4,7 @@ CIFAR-10: `data_batch_1` .. `data_batch_5` (train), `test_batch` (test), optiona
 (label_names). CIFAR-100: `train`, `test`, optional `meta` (fine_label_names, coarse_label_names).
 Each batch is a pickled dict with `data` (uint8 [N, 3072], channel-major 32x32) and `labels` (CIFAR-10) or
 `fine_labels` / `coarse_labels` (CIFAR-100). Pickles are read with `lifelong.core.safe_pickle`, which only
-builds plain containers and numpy arrays, so a tampered file cannot run code.
+builds plain containers and numpy arrays within size budgets, so a tampered file cannot run code or exhaust memory.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from lifelong.core.safe_pickle import DataUnpickler
+from lifelong.core.safe_pickle import UnsafePickleError, load_data_pickle
 from lifelong.core.tasks import TaskKind
 from lifelong.data.images import CorruptImageError
 from lifelong.data.labeled import LabeledImages
@@ -80,8 +80,9 @@ def load_cifar_dir(directory: str | Path, *, label: str = "fine") -> LabeledImag
 def _read_pickle(path: Path) -> dict[str, Any]:
     """A CIFAR batch as a dict with str keys (Python 2 pickles are read as bytes and their keys decoded)."""
     try:
-        with path.open("rb") as f:
-            content = DataUnpickler(f, what=f"the CIFAR file {str(path)!r}", encoding="bytes").load()
+        content = load_data_pickle(path, what=f"the CIFAR file {str(path)!r}", encoding="bytes")
+    except UnsafePickleError as exc:  # code, or beyond a budget: the message names the file and the budget
+        raise CorruptImageError(f"{exc}; re-download it") from None
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError) as exc:
         message = f"CIFAR file {str(path)!r} is not a readable CIFAR pickle: {exc}; re-download it"
         raise CorruptImageError(message) from exc
