@@ -9,6 +9,7 @@ out either.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from pathlib import Path, PurePosixPath
@@ -41,10 +42,16 @@ def relative_parts(value: str, *, dataset: str, field: str) -> tuple[str, ...]:
     return parts
 
 
+@functools.lru_cache(maxsize=64)
+def _real_folder(folder: str) -> str:
+    """A folder's resolved path, kept: a conversion checks thousands of paths against the same few folders."""
+    return os.path.realpath(folder)
+
+
 def inside(folder: Path, value: str, *, dataset: str, field: str) -> Path:
     """`folder / value`, checked to stay inside `folder` (lexically and after resolving links on the way)."""
     target = folder.joinpath(*relative_parts(value, dataset=dataset, field=field))
-    root = os.path.realpath(folder)
+    root = _real_folder(os.fspath(folder))
     real = os.path.realpath(target)
     if real != root and not real.startswith(root.rstrip(os.sep) + os.sep):
         raise _refuse(dataset, field, value, f"leads outside {folder} through a link")
