@@ -217,6 +217,11 @@ def run_fetch(
             return list(pool.map(lambda r: one(r, progress_for), requests))
 
 
+def named(dataset: str, message: str) -> str:
+    """`dataset: message`, unless the message names the dataset first already."""
+    return message if message.startswith(f"{dataset}: ") else f"{dataset}: {message}"
+
+
 def download_settings(max_download: str | None, min_rate: str | None, deadline: str | None) -> DownloadSettings:
     """The download budgets the options set (docs/security.md); the defaults where an option is not given."""
     changes: dict[str, float] = {}
@@ -255,15 +260,26 @@ def fetch_command(
     ),
     as_json: bool = typer.Option(False, "--json", help="With --list: print JSON."),
     max_unpacked: str = typer.Option(
-        None, "--max-unpacked", help="Unpack budget per dataset: SIZE (50GB), RATIO of the archives (30x) or both."
+        None,
+        "--max-unpacked",
+        metavar="BUDGET",
+        help="Unpack budget per dataset: SIZE (50GB), RATIO of the archives (30x) or both.",
     ),
     max_download: str = typer.Option(
-        None, "--max-download", help="Size cap of an artefact the manifest gives no size for (default 100GB)."
+        None,
+        "--max-download",
+        metavar="SIZE",
+        help="Size cap of an artefact the manifest gives no size for (default 100GB).",
     ),
     min_rate: str = typer.Option(
-        None, "--min-rate", help="Slowest download kept, per second over 30 s (default 1KB): slower is retried."
+        None,
+        "--min-rate",
+        metavar="SIZE",
+        help="Slowest download kept, per second over 30 s (default 1KB): slower is retried.",
     ),
-    deadline: str = typer.Option(None, "--deadline", help="Time limit per artefact, all tries (default 24h)."),
+    deadline: str = typer.Option(
+        None, "--deadline", metavar="DURATION", help="Time limit per artefact, all tries (default 24h)."
+    ),
 ) -> None:
     """Download (or take from --from), verify, unpack and convert datasets into the data root. Only on request."""
     from lifelong.data.fetch import ManifestError
@@ -295,7 +311,7 @@ def fetch_command(
         dry_run(requests, limit)
         return
     rows = run_fetch(requests, settings, jobs, show_progress=sys.stderr.isatty(), limit=limit)
-    errors = [f"{name}: {outcome.removeprefix('error: ')}" for name, outcome in rows if outcome.startswith("error: ")]
+    errors = [named(name, outcome.removeprefix("error: ")) for name, outcome in rows if outcome.startswith("error: ")]
     for name, outcome in rows:
         if not outcome.startswith("error: "):
             console.print(f"{escape(name)}: {escape(outcome)}", soft_wrap=True)
