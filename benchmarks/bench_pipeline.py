@@ -56,7 +56,8 @@ from lifelong.training.models import make_model
 
 FASHION_MNIST_DIR = Path("/usr/share/datasets/fashion-mnist")
 OVERHEAD_TARGET = 0.05
-SPLIT_PERCENTS = {"train": 56, "dev": 12, "dev_test": 12, "test": 20}  # no official split (spec section 5)
+# no official split (docs/protocols/nevis.md#splits)
+SPLIT_PERCENTS = {"train": 56, "dev": 12, "dev_test": 12, "test": 20}
 # The augmentation baseline builds its sampling grid with affine_grid in float32, lifelong in float64 then casts:
 # grid points differ by ~1e-7 of the image, so pixels (in [-1, 1]) by up to ~2e-5 (measured); allow 1e-4.
 AUGMENT_ATOL = 1e-4

@@ -91,6 +91,12 @@ def run_command(
     predictions: bool = typer.Option(
         True, "--predictions/--no-predictions", help="Save raw test scores per evaluation under predictions/."
     ),
+    log: list[str] = typer.Option(
+        [],
+        "--log",
+        metavar="NAME[,NAME]",
+        help="Also log each record to tensorboard, wandb (offline) or mlflow (files), in the run folder.",
+    ),
     device: DeviceOption = "auto",
     precision: PrecisionOption = "auto",
     compile: CompileOption = False,
@@ -104,6 +110,7 @@ def run_command(
     from lifelong.commands.runner import RunExistsError, RunSpec, finished_means_exit_0
     from lifelong.core.executors import WorkerLostError, make_executor
     from lifelong.results.lock import RunFolderBusyError
+    from lifelong.results.loggers import LoggerError, load_loggers, parse_names
     from lifelong.run.environment import EventError
     from lifelong.suites import classify_stream
     from lifelong.suites.clear import PROTOCOLS
@@ -113,7 +120,9 @@ def run_command(
         temporal = classify_stream(stream).is_temporal
         accelerator = accelerator_specs(device, precision, compile, channels_last)
         check_ray_gpus(executor, device, gpus_per_trial)
-    except ValueError as exc:
+        loggers = parse_names(log)
+        load_loggers(loggers)  # an unknown logger, or its package missing: said before any run starts
+    except (ValueError, ImportError) as exc:
         raise fail(exc) from None
     if temporal:
         stream_options.setdefault("protocol", protocol or "iid")
@@ -139,6 +148,7 @@ def run_command(
             stream_options=stream_options,
             metrics=tuple(metric),
             save_predictions=predictions,
+            loggers=loggers,
             **accelerator,
         )
         for s in range(seed, seed + seeds)
@@ -159,6 +169,8 @@ def run_command(
     except (RunExistsError, RunFolderBusyError, EventError, FileNotFoundError, ValueError, ImportError) as exc:
         raise fail(exc) from None
     except WorkerLostError as exc:  # Ray lost a run's worker or node more often than it retries
+        raise fail(exc) from None
+    except LoggerError as exc:  # a --log logger failed; the message says what of the run is kept
         raise fail(exc) from None
     finished_means_exit_0()  # the work is saved: a signal from now on ends the command with success
     from lifelong.commands.fact_console import is_fact_result
@@ -643,17 +655,41 @@ def results_command(
     provenance: bool = typer.Option(
         False, "--provenance", help="Also show each run's machine, thread count, versions and loaded files."
     ),
-    old_out: Path = typer.Option(None, "--out", hidden=True, help="Deprecated: give the runs folder as argument."),
+    output_format: str = typer.Option(
+        "table",
+        "--format",
+        metavar="table|csv|parquet",
+        help="table: one line per run; csv: every record's metrics, a row each, on stdout; parquet: them into --out.",
+    ),
+    out: Path = typer.Option(
+        None,
+        "--out",
+        metavar="FILE",
+        help="With --format parquet: the file to write. (Otherwise: the deprecated RUNS spelling.)",
+    ),
 ) -> None:
-    """List the runs recorded in a runs folder: status, mean error, training FLOPs (more with -v or --json)."""
+    """List the runs recorded in a runs folder: status, mean error, training FLOPs (more with -v or --json).
+
+    --format csv or parquet gives every run's records instead, one row per (run, event, metric): the DataFrame
+    lifelong.api.results returns.
+    """
     from lifelong.commands.run_console import print_provenance, print_results
     from lifelong.commands.terminal import note
     from lifelong.results import read_provenance
     from lifelong.results.runs import recorded_runs
 
-    if old_out is not None:
-        note(f"`lifelong results --out DIR` is now `lifelong results DIR`; listing {old_out}")
-        runs_dir = old_out
+    if output_format not in ("table", "csv", "parquet"):
+        raise fail(f"--format {output_format!r}: give table, csv or parquet")
+    if output_format == "parquet" and out is None:
+        raise fail("--format parquet writes a file: name it with --out FILE, e.g. --out results.parquet")
+    if output_format != "parquet" and out is not None:  # `--out` once named the runs folder
+        note(f"`lifelong results --out DIR` is now `lifelong results DIR`; listing {out}")
+        runs_dir = out
+    if output_format != "table":
+        if as_json or verbose or provenance:
+            raise fail(f"--json, --verbose and --provenance apply to --format table, not --format {output_format}")
+        _results_frame(runs_dir, output_format, out)
+        return
     try:
         runs, skipped = recorded_runs(runs_dir)
     except FileNotFoundError as exc:
@@ -668,6 +704,29 @@ def results_command(
     print_results(runs, runs_dir, verbose=verbose)
     if provenance:
         print_provenance(runs)
+
+
+def _results_frame(runs_dir: Path, output_format: str, out: Path | None) -> None:
+    """`lifelong results RUNS --format csv|parquet`: every run's records, as lifelong.api.results reads them."""
+    from lifelong.api import results
+    from lifelong.results.frame import write_parquet
+
+    try:
+        frame = results(runs_dir)
+        for line in frame.attrs["notes"]:
+            note(line)
+        if frame.empty:
+            raise FileNotFoundError(f"no run in {runs_dir}; give the folder `lifelong run --out` wrote, or run folders")
+        if output_format == "csv":
+            typer.echo(frame.to_csv(index=False), nl=False)
+            return
+        assert out is not None
+        write_parquet(frame, out)
+    except (FileNotFoundError, ValueError, ImportError) as exc:
+        raise fail(exc) from None
+    runs = frame["run"].nunique()
+    what = f"{len(frame)} rows of {runs} run{'' if runs == 1 else 's'}"
+    console.print(f"wrote {what} to {escape(str(out))}", soft_wrap=True, highlight=False)
 
 
 def _readable_help(root: typer.Typer) -> None:

@@ -1,4 +1,5 @@
-"""Every split rule of spec section 5: sizes, disjointness, determinism; COIL-100 and DomainNet groups."""
+"""Every split rule of docs/protocols/nevis.md#splits: sizes, disjointness, determinism; COIL-100 and DomainNet
+groups."""
 
 from __future__ import annotations
 

@@ -33,7 +33,7 @@ def random_facts(n: int, seed: int, vocab=(400, 60, 300), dim: int = 16, kinds=(
 
 
 def reference_condensed(ids: np.ndarray, vectors) -> np.ndarray:
-    """The spec's distance written plainly: sum over parts defined in both facts of 1 - cos."""
+    """The paper's distance written plainly: sum over parts defined in both facts of 1 - cos."""
     n = len(ids)
     d = np.zeros((n, n))
     for c in range(3):

@@ -10,7 +10,8 @@ from lifelong.facts.topk import topk_accuracy, topk_correct
 
 
 def brute_force(similarity, candidates, truths, k):
-    """The spec written plainly: rank by (similarity desc, index asc); a truth's defined parts must match."""
+    """docs/protocols/facts.md#top-k-correctness written plainly: rank by (similarity desc, index asc); a truth's
+    defined parts must match."""
     out = []
     for row, truth in zip(similarity, truths, strict=True):
         order = sorted(range(len(candidates)), key=lambda j: (-row[j], j))[:k]

@@ -1,4 +1,4 @@
-"""Fact learning analyses: transfer against explicit loops and the spec's 1-based formula, long tail against a
+"""Fact learning analyses: transfer against explicit loops and the paper's 1-based formula, long tail against a
 brute-force count over items, few-shot and compositional on hand-counted examples, task similarity against scipy's
 cosine distance and explicit set Jaccards, and validation."""
 
@@ -16,7 +16,7 @@ from lifelong.metrics.fact_analysis import compositional, fact_transfer, few_sho
 
 
 def _spec_transfer(R: np.ndarray, b: np.ndarray) -> tuple[float, float]:
-    """The spec's formulas written 1-based: BWT = mean_{i<T} (R[T,i] - R[i,i]); FWT = mean_{i>=2} (R[i-1,i] - b_i)."""
+    """The paper's formulas written 1-based: BWT = mean_{i<T} (R[T,i] - R[i,i]); FWT = mean_{i>=2} (R[i-1,i] - b_i)."""
     T = len(R)
 
     def r(i, j):  # 1-based view

@@ -1,4 +1,4 @@
-"""Batch-size rule and warm-up + cosine schedule (spec/nevis22.md section 6)."""
+"""Batch-size rule and warm-up + cosine schedule (docs/protocols/nevis.md#batch-size-and-schedule)."""
 
 import math
 
@@ -29,7 +29,7 @@ from lifelong.training import batch_size_for, warmup_cosine, warmup_steps_for
 )
 def test_batch_size_rule_boundaries(n, expected):
     assert batch_size_for(n) == expected
-    # Cross-check the spec's float formula away from exact powers of two.
+    # Cross-check the paper's float formula away from exact powers of two.
     if n >= 400 and n % 400:
         assert expected == min(512, max(16, 2 ** math.floor(math.log2(0.0025 * n))))
 

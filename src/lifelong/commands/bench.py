@@ -766,7 +766,10 @@ def build_zoo_cli(
         console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
-# `lifelong bench compare` lives in its own module (estimators from few samples and their protocol).
+# `compare` (estimators from few samples) and `plan-samples` / `add-samples` (insert_D) live in their own modules.
 from lifelong.commands.bench_compare import compare  # noqa: E402
+from lifelong.commands.bench_samples import add_samples_command, plan_samples_command  # noqa: E402
 
 bench_app.command("compare")(compare)
+bench_app.command("plan-samples")(plan_samples_command)
+bench_app.command("add-samples")(add_samples_command)

@@ -1,4 +1,4 @@
-"""`lifelong facts ...`: lifelong fact learning's facts <S,P,O> and their split into tasks (spec/fact_learning.md)."""
+"""`lifelong facts ...`: lifelong fact learning's facts <S,P,O> and their split into tasks (docs/protocols/facts.md)."""
 
 from __future__ import annotations
 

@@ -26,6 +26,8 @@ from lifelong.metrics.stream import default_metrics
 from lifelong.report.plots import plot_accuracy_matrix, plot_run
 from lifelong.results.ids import run_id
 from lifelong.results.lock import LOCK_FILE, run_folder_lock
+from lifelong.results.loggers import LoggerFactory, Loggers, load_loggers
+from lifelong.results.runs import RunData
 from lifelong.results.store import PREDICTIONS_DIR, ResultsDB, RunFolder, predictions_file
 from lifelong.run.checkpoint import CheckpointStore
 from lifelong.run.environment import run
@@ -61,6 +63,7 @@ class RunSpec:
     precision: str = "auto"  # auto (bf16 autocast on CUDA, fp32 on the CPU), fp32 or bf16
     channels_last: bool | None = None  # None: on for CUDA
     compile: bool = False  # torch.compile the models' forward and backward
+    loggers: tuple[str, ...] = ()  # registered loggers (lifelong.loggers entry points) fed each record (--log)
 
     @property
     def accelerator(self) -> Accelerator:
@@ -120,8 +123,9 @@ def execute(spec: RunSpec, metrics: Sequence[Metric] = ()) -> dict:
     set_torch_threads(spec.threads)  # same seed AND same threads give identical numbers
     use_accelerator(spec.accelerator)  # on this machine: a Ray worker without a GPU runs "auto" on its CPU
     stream, learner, registered = _build(spec)
+    loggers = load_loggers(spec.loggers)  # an unknown logger, or one whose package is missing
     with run_folder_lock(spec.folder):
-        return _execute_held(spec, stream, learner, [*default_metrics(stream), *registered, *metrics])
+        return _execute_held(spec, stream, learner, [*default_metrics(stream), *registered, *metrics], loggers)
 
 
 def check_learner(spec: RunSpec) -> None:
@@ -146,7 +150,9 @@ def _build(spec: RunSpec) -> tuple[Stream, Any, list[Metric]]:
     return stream, learner, list(make_metrics(spec.metrics, stream))
 
 
-def _execute_held(spec: RunSpec, stream: Stream, learner: Any, run_metrics: list[Metric]) -> dict:
+def _execute_held(
+    spec: RunSpec, stream: Stream, learner: Any, run_metrics: list[Metric], logger_factories: dict[str, LoggerFactory]
+) -> dict:
     """`execute` while this process holds the run folder's lock."""
     folder_path = spec.folder
     checkpoint = CheckpointStore(folder_path / CHECKPOINT_FILE)
@@ -155,15 +161,18 @@ def _execute_held(spec: RunSpec, stream: Stream, learner: Any, run_metrics: list
     db = ResultsDB(Path(spec.out))
     resuming = spec.resume and checkpoint.exists()
     db.start_run(spec.run_id, stream.name, learner.name, spec.seed, str(folder_path), dataclasses.asdict(spec))
+    unlogged: list[dict] = []  # records a crash kept from events.jsonl, and so from the loggers
     if resuming:
-        _realign_records(folder, db, spec.run_id, checkpoint.load().records)
+        unlogged = _realign_records(folder, db, spec.run_id, checkpoint.load().records)
     else:
         db.truncate_events(spec.run_id, 0)  # a run started over (--overwrite) keeps no stale events
         folder.write_json("run.json", run_info(spec, stream))
+    loggers = Loggers()
 
     def sink(record: dict) -> None:
         folder.append_record(record)
         db.add_event(spec.run_id, record)
+        loggers.log(record)
 
     def save_predictions(record: dict, scores: np.ndarray, labels: np.ndarray) -> None:
         """predictions/event<index>-<task>.npz: the raw test scores (float32) and labels, as the reference keeps."""
@@ -172,6 +181,12 @@ def _execute_held(spec: RunSpec, stream: Stream, learner: Any, run_metrics: list
         atomic_write_bytes(folder_path / PREDICTIONS_DIR / predictions_file(record), buffer.getvalue())
 
     try:
+        if logger_factories:  # they continue after the records they already saw (those of a resumed run)
+            records = folder.read_records()
+            seen = RunData(folder_path, folder.read_json("run.json"), records[: len(records) - len(unlogged)])
+            loggers = Loggers.open(logger_factories, seen)
+            for record in unlogged:
+                loggers.log(record)
         result = run(
             learner,
             stream,
@@ -187,9 +202,11 @@ def _execute_held(spec: RunSpec, stream: Stream, learner: Any, run_metrics: list
         )
     except KeyboardInterrupt:
         db.finish_run(spec.run_id, "interrupted", None)
+        loggers.close("interrupted", quiet=True)
         raise
     except BaseException as exc:
         db.finish_run(spec.run_id, "failed", {"error": f"{type(exc).__name__}: {exc}"})
+        loggers.close("failed", quiet=True)
         raise
     finished = result.summary["events_done"] == result.summary["events_total"]
     summary = {
@@ -207,6 +224,7 @@ def _execute_held(spec: RunSpec, stream: Stream, learner: Any, run_metrics: list
         if summary.get("accuracy_matrix") is not None:
             summary["plots"].append(str(_write_matrix(folder, summary, stream)))
     db.finish_run(spec.run_id, "finished" if finished else "interrupted", summary)
+    loggers.close("finished" if finished else "interrupted")  # last: a logger's failure cannot spoil the run's files
     summary["records"] = result.records
     return summary
 
@@ -309,14 +327,19 @@ def _check_same_config(spec: RunSpec, folder: Path) -> None:
         )
 
 
-def _realign_records(folder: RunFolder, db: ResultsDB, run_id: str, records: list[dict]) -> None:
-    """Make events.jsonl and the database hold exactly the checkpoint's records (a crash may leave them apart)."""
+def _realign_records(folder: RunFolder, db: ResultsDB, run_id: str, records: list[dict]) -> list[dict]:
+    """Make events.jsonl and the database hold exactly the checkpoint's records (a crash may leave them apart).
+
+    Returns the records appended to events.jsonl here: a crash kept them from the sink, and so from the loggers.
+    """
     on_disk = folder.read_records()
     if len(on_disk) > len(records):
         folder.truncate_records(len(records))
         on_disk = on_disk[: len(records)]
-    for record in records[len(on_disk) :]:
+    appended = records[len(on_disk) :]
+    for record in appended:
         folder.append_record(record)
     db.truncate_events(run_id, len(records))
     for record in records:
         db.add_event(run_id, record)
+    return appended

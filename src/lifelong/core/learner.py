@@ -19,7 +19,7 @@ class Learner(Protocol):
     - `init(seed)` returns the initial state; the same seed must give the same results.
     - `train(event, state)` returns the new state and the resources spent (training FLOPs, peak params).
     - `predict(event, state)` returns one row per item of `event.dataset`, in its stored order:
-      scores [N, C] for multi-class tasks (argmax is the prediction), probabilities in [0, 1] [N, C]
+      scores `[N, C]` for multi-class tasks (argmax is the prediction), probabilities in `[0, 1]`, `[N, C]`,
       for multi-label tasks.
     - Optional: `predict_flops(event, state) -> float`, the FLOPs of that prediction (reported apart from
       training FLOPs, which alone count towards cFLOP).

@@ -19,7 +19,7 @@ EVALUATIONS = ("own", "all")
 
 @dataclass(frozen=True)
 class TaskSplits:
-    """The four splits of a task (spec/nevis22.md section 5); train_and_dev is their union D^tr."""
+    """The four splits of a task (docs/protocols/nevis.md#splits); train_and_dev is their union D^tr."""
 
     train: ArrayDataset
     dev: ArrayDataset
@@ -65,7 +65,8 @@ class Stream:
     `meta_test_from_year` on form the meta-test part S^ts; without it every task is evaluated as meta-test.
     `protocol` and `metadata` describe the stream (e.g. CLEAR's "iid" or "streaming") for reports.
     With `initial_evaluation` (only with evaluation="all"), the untrained learner first predicts every task's
-    evaluation split (`after_task_index` = -1): the b_j of forward transfer (spec/fact_learning.md section 3).
+    evaluation split (`after_task_index` = -1): the b_j of forward transfer
+    (docs/protocols/facts.md#transfer-bwt-and-fwt).
     """
 
     def __init__(

@@ -11,7 +11,7 @@ from typing import Any
 class TaskKind(enum.StrEnum):
     """Multi-class tasks have one integer label per image; multi-label tasks a multi-hot vector.
 
-    Fact tasks (lifelong fact learning, spec/fact_learning.md) label each image with the index of its fact among
+    Fact tasks (lifelong fact learning, docs/protocols/facts.md) label each image with the index of its fact among
     the stream's facts (`class_names` holds every fact's text, e.g. "<lion, eating, meat>"; metadata["task_facts"]
     the indices of the task's own facts); a learner scores every fact, [N, C] like a multi-class task, and the
     scores are judged by wildcard-aware top-5 accuracy.

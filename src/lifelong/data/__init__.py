@@ -1,4 +1,4 @@
-"""The data layer: load a source, de-duplicate, split (spec/nevis22.md section 5), resize, wrap as datasets."""
+"""The data layer: load a source, de-duplicate, split (docs/protocols/nevis.md#splits), resize, wrap as datasets."""
 
 from lifelong.data.build import build_task_splits
 from lifelong.data.dedup import DedupReport, content_hash, deduplicate, image_digest

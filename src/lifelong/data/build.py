@@ -20,7 +20,8 @@ def build_task_splits(
     seed: int = 0,
     split_rule: str = "auto",
 ) -> TaskSplits:
-    """De-duplicate `labeled`, split it by `split_rule` (spec section 5, `seed`), crop-resize, wrap per split.
+    """De-duplicate `labeled`, split it by `split_rule` (docs/protocols/nevis.md#splits, `seed`), crop-resize, wrap
+    per split.
 
     De-duplication comes first, so no image reaches two splits. Group rules (coil100, domainnet) read
     each item's group from notes["groups"] (item id -> value) when the source gives one, else from its id.

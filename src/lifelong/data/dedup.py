@@ -1,4 +1,4 @@
-"""De-duplication before splitting (spec/nevis22.md section 5), so that no example lands in two splits."""
+"""De-duplication before splitting (docs/protocols/nevis.md#de-duplication), so that no example lands in two splits."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Deterministic split rules of spec/nevis22.md section 5: train / dev / dev_test / test for one task.
+"""Deterministic split rules of docs/protocols/nevis.md#splits: train / dev / dev_test / test for one task.
 
 A rule is named by a string (a task's `split_rule`, see SPLIT_RULES):
 

@@ -1,6 +1,7 @@
 """Facts <S>, <S,P>, <S,P,O>: the Fact type, parsing "<lion, eating, meat>" texts, and reading a facts CSV.
 
-A part is a word or phrase; an undefined part is None (written `*`) and means UNKNOWN, not absent (spec section 1).
+A part is a word or phrase; an undefined part is None (written `*`) and means UNKNOWN, not absent
+(docs/protocols/facts.md#facts-and-the-fact-space).
 Parsing normalises whitespace (strip, inner runs of spaces to one space) and keeps case. A fact needs a subject;
 <S, *, O> facts are allowed (kind "SO"). Parts may not contain `,`, `<` or `>`, so that `Fact.text` parses back.
 """
@@ -32,7 +33,7 @@ class Fact(NamedTuple):
 
     S: str
     P: str | None = None
-    O: str | None = None  # noqa: E741 (the spec's name)
+    O: str | None = None  # noqa: E741 (the paper's name)
 
     @property
     def kind(self) -> str:

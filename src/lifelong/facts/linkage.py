@@ -10,7 +10,7 @@ r's defined parts are a proper subset of u's with the same words (<s> dominates 
 dendrogram, are unchanged by removing u; (2) a dense Prim's algorithm on the remaining facts, O(m) memory, O(m^2)
 vectorised gathers. Average, complete and ward linkage use scipy on a condensed matrix, up to MAX_DENSE_FACTS facts.
 
-Two distances (DISTANCES): `eq2`, the spec's part-wise distance above (a part counts only where both facts define
+Two distances (DISTANCES): `eq2`, the paper's part-wise distance above (a part counts only where both facts define
 it), and `padded`, the Euclidean distance of centred, zero-padded, unit-length fact vectors
 (`lifelong.facts.centring.padded_vectors`: undefined parts count). Ward's criterion assumes Euclidean distances: it
 is exact under `padded` and the Lance-Williams update of scipy on a non-Euclidean matrix under `eq2`.

@@ -1,4 +1,4 @@
-"""Wildcard-aware top-K correctness of fact predictions (spec/fact_learning.md section 3).
+"""Wildcard-aware top-K correctness of fact predictions (docs/protocols/facts.md#top-k-correctness).
 
 A truth matches a candidate when every part defined in the truth equals the candidate's part; the truth's undefined
 parts are wildcards (<lion> matches <lion, eating, meat>; <lion, eating> matches <lion, eating, *> and

@@ -1,4 +1,5 @@
-"""Word vectors of fact parts: t(f) = [w(S); w(P); w(O)] (spec/fact_learning.md eq. 1), zero for an undefined part.
+"""Word vectors of fact parts: t(f) = [w(S); w(P); w(O)], zero for an undefined part
+(docs/protocols/facts.md#facts-and-the-fact-space).
 
 Vectors come from a word-vector file (word2vec text, word2vec binary or GloVe text, optionally gzipped; streamed
 record by record, keeping only the words asked for) or, without a file, from the offline sentence model of

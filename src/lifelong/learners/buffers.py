@@ -1,4 +1,5 @@
-"""Replay buffers of the CLEAR methods (spec/clear.md section 4): reservoir, biased reservoir, class-balanced.
+"""Replay buffers of the CLEAR methods: reservoir, biased reservoir, class-balanced
+(docs/protocols/clear.md#replay-buffers).
 
 Pure numpy (no torch), immutable and picklable, so a buffer lives in a learner's checkpointed state; every
 update takes the caller's seeded `np.random.Generator` and returns a new buffer.
@@ -26,7 +27,7 @@ class ReplayBuffer:
     """A bounded sample of the items seen so far: `items` [n, ...] (images or features), int64 `labels` [n].
 
     `origin[i]` is the bucket item i came from; `seen` counts every item offered so far. `capacity` None
-    means "one bucket": it becomes the size of the first bucket offered (spec: 2,310 IID / 3,300 streaming).
+    means "one bucket": it becomes the size of the first bucket offered (the paper: 2,310 IID / 3,300 streaming).
     Policies:
     - "reservoir": per-sample reservoir sampling; the i-th item overall is kept with probability k / i.
     - "biased": biased reservoir per bucket: n += |B|; the first bucket fills the buffer; later, each new item is

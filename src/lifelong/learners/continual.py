@@ -1,4 +1,4 @@
-"""Continual learners for temporal streams over one fixed label space (spec/clear.md section 4).
+"""Continual learners for temporal streams over one fixed label space (docs/protocols/clear.md#methods).
 
 Every bucket is a task with the same classes; after each bucket the learner predicts every bucket. Two
 regimes: a CNN trained with SGD (the paper's supervised baselines; `encoder` None), or a frozen encoder
@@ -61,7 +61,7 @@ class ContinualConfig:
     curvature of the EWC and SI quadratics is capped at 1 / lr per weight, so that SGD on them cannot diverge.
     Linear regime (`encoder` set): "features" when the datasets already hold float32 features, else a spec for
     `lifelong.training.encoders.load_encoder`; a linear head on frozen features with `linear_lr`,
-    `linear_epochs`, `linear_batch_size`, `linear_weight_decay` (spec: lr 1.0, batch 256, wd 0; 100 epochs
+    `linear_epochs`, `linear_batch_size`, `linear_weight_decay` (paper: lr 1.0, batch 256, wd 0; 100 epochs
     in the paper). Buffers then hold features. With `count_encoder_flops`, the encoder's forward FLOPs over
     the items encoded for training count as training FLOPs.
     """

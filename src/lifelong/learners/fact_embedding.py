@@ -1,4 +1,4 @@
-"""Lifelong fact learning in a visual-semantic space (spec/fact_learning.md sections 1 and 4).
+"""Lifelong fact learning in a visual-semantic space (docs/protocols/facts.md#model-and-loss).
 
 The model maps an image into the fact space of t(f) = [w(S); w(P); w(O)]: a pretrained trunk shared by an S branch
 and a P/O branch (the authors' Model_2, `lifelong.learners.fact_model`; by default the trunk is frozen and its

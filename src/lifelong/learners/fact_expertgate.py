@@ -1,4 +1,4 @@
-"""ExpertGate on the fact model (Aljundi et al. 2017; spec/fact_learning.md section 4): one expert per task.
+"""ExpertGate on the fact model (Aljundi et al. 2017; docs/protocols/facts.md#methods): one expert per task.
 
 Per task an undercomplete autoencoder (the gate) learns the task's training images; the task's expert starts from
 the most related earlier expert (relatedness from the earlier gates' reconstruction errors on the new task's

@@ -1,4 +1,4 @@
-"""Mode-IMM on the fact model (Incremental Moment Matching, Lee et al. 2017; spec/fact_learning.md section 4).
+"""Mode-IMM on the fact model (Incremental Moment Matching, Lee et al. 2017; docs/protocols/facts.md#methods).
 
 Task t starts from task t-1's trained weights theta_{t-1} (weight transfer), optionally pulled toward them by
 (imm_l2 / 2) ||theta - theta_{t-1}||^2 (L2 transfer), and trains with the fact learners' recipe (FactLearner.train).

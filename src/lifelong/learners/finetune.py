@@ -1,4 +1,4 @@
-"""Fine-tuning baselines of Nevis'22 (spec/nevis22.md section 6; paper section 4.2 "Finetuning").
+"""Fine-tuning baselines of Nevis'22 (docs/protocols/nevis.md#baselines; paper section 4.2 "Finetuning").
 
 Every task's network is trained with the Independent recipe and hyper-parameter search (IndependentConfig: the
 same options, the same trials, the same seeds), but its backbone starts from an earlier model instead of random
@@ -26,9 +26,10 @@ weights; the head is always fresh. What differs is the choice of that earlier mo
     otherwise an Independent search on that task runs after its main training, its FLOPs counted in the task's
     train_flops unless `count_independent_flops=False` (the paper took them from an offline Independent run).
 
-Not counted as training FLOPs (spec section 3): kNN scoring; its forward FLOPs are recorded in the state
-(`selections`). `peak_parameters`: the parameters of the network being trained plus those of every model the
-state holds while it trains (the past backbones kept for initialisation and scoring; see `max_past_models`).
+Not counted as training FLOPs (docs/protocols/nevis.md#knn-relatedness): kNN scoring; its forward FLOPs are
+recorded in the state (`selections`). `peak_parameters`: the parameters of the network being trained plus those of
+every model the state holds while it trains (the past backbones kept for initialisation and scoring; see
+`max_past_models`).
 """
 
 from __future__ import annotations
@@ -154,7 +155,7 @@ class FinetunePrevLearner(TransferLearner):
 class FinetuneKnnConfig(IndependentConfig):
     """IndependentConfig plus kNN selection: `mode` "static" (FT-s) or "dynamic" (FT-d), see the module docstring.
 
-    `k`, `knn_max_train`, `knn_max_dev`: the kNN relatedness settings (spec: 5, 10,000, 5,000). `max_past_models`
+    `k`, `knn_max_train`, `knn_max_dev`: the kNN relatedness settings (the paper: 5, 10,000, 5,000). `max_past_models`
     bounds the past tasks kept as candidates (the most recent; None keeps all). `count_independent_flops`
     (static mode): count the FLOPs of the independent models the learner trains for scoring. `allow_random_init`:
     random weights may win the kNN choice whenever they score best (default False: as the reference, only when

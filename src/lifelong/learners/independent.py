@@ -1,4 +1,4 @@
-"""Independent baseline (spec/nevis22.md section 6): a fresh, randomly initialised network for every task.
+"""Independent baseline (docs/protocols/nevis.md#baselines): a fresh, randomly initialised network for every task.
 
 Each task's network comes from a hyper-parameter search (`lifelong.training.hpsearch`) over runs of the common
 recipe (`lifelong.training.recipe.FitJob`): by default a single run with the configured lr and label smoothing;

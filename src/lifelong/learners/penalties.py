@@ -1,5 +1,5 @@
-"""Regularisers of the continual baselines (spec/clear.md section 4, spec/fact_learning.md section 4): EWC, SI, MAS
-and LwF, as extra loss terms.
+"""Regularisers of the continual baselines: EWC, SI, MAS and LwF, as extra loss terms
+(docs/protocols/clear.md#regularisers, docs/protocols/facts.md#methods).
 
 Each is a small object made per bucket from what the learner state keeps (CPU tensors keyed by parameter
 name, copied to the model's device once per bucket): it is the `penalty(model, x, logits)` of `train_continual`,

@@ -1,4 +1,4 @@
-"""Pretrained baselines of Nevis'22 (spec/nevis22.md section 6: PT, PT + FT) over a `pretrain` checkpoint.
+"""Pretrained baselines of Nevis'22 (docs/protocols/nevis.md#baselines: PT, PT + FT) over a `pretrain` checkpoint.
 
 - `pretrained` (PT): every task's backbone starts from the checkpoint's (fresh head), with Independent's recipe
   and hyper-parameter search.

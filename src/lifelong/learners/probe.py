@@ -1,4 +1,4 @@
-"""A linear probe on pre-extracted features (ImageNet-CoG, spec/imagenet_cog.md section 2), fresh for every task.
+"""A linear probe on pre-extracted features (ImageNet-CoG, docs/protocols/cog.md#linear-probe), fresh for every task.
 
 `train` runs a probe of `lifelong.training.probes` (`-o probe=fast|reference`: (lr, weight decay) tuned on the
 probe's own stratified 20% validation split, few-shot rows drawn from the other 80%, then the final classifier

@@ -1,4 +1,5 @@
-"""CLEAR's accuracy matrix and its metrics (spec/clear.md section 3): plain averages of regions of R.
+"""CLEAR's accuracy matrix and its metrics: plain averages of regions of R
+(docs/protocols/clear.md#accuracy-matrix-and-metrics).
 
 R[i, j] is the accuracy on bucket j's evaluation data of the model after training bucket i (rows and columns
 0-based stream positions). In-domain averages the diagonal, next-domain the first superdiagonal, Acc the lower

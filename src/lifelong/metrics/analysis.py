@@ -1,4 +1,4 @@
-"""Analysis of runs (spec/nevis22.md section 3): Pareto front, regret, forward transfer, slices, seed aggregates.
+"""Analysis of runs (docs/protocols/nevis.md#analyses): Pareto front, regret, forward transfer, slices, seed aggregates.
 
 Pure functions of per-event records (as written to a run folder's events.jsonl) and of run summaries; reading
 run folders is lifelong.results', drawing is lifelong.report's.
@@ -15,7 +15,7 @@ import numpy as np
 
 from lifelong.metrics.statistics import mean_std
 
-SIZE_BINS = (1_000, 10_000)  # spec: small < 1,000 items <= medium < 10,000 items <= large
+SIZE_BINS = (1_000, 10_000)  # docs/protocols/nevis.md#slices: small < 1,000 items <= medium < 10,000 items <= large
 SLICE_KEYS = ("domain", "size", "resolution")
 
 
@@ -88,7 +88,7 @@ def regret_curve(
     """R(t) = sum over the first t evaluated tasks of (method error - reference error), in the method's stream order.
 
     Both runs must have evaluated the same tasks (matched by uid); otherwise a ValueError names the tasks only
-    one of them evaluated. With Independent as the reference this is the spec's regret curve; R(T) is the
+    one of them evaluated. With Independent as the reference this is the protocol's regret curve; R(T) is the
     total error difference, negative when the method beats the reference.
     """
     method = _errors_by_task(method_records, "method run")
@@ -124,7 +124,7 @@ def forward_transfer_details(records: Iterable[Mapping[str, Any]]) -> tuple[dict
     FT = (AUC_2 - AUC_1) / (1 - AUC_1), where AUC_1 and AUC_2 are the mean accuracy (1 - error) over the training
     curve of the first and second occurrence of the dataset (records' `occurrence` 0 and 1: it counts earlier
     appearances). The curve is the `dev_curve` of the train record: the selected model's dev error after each
-    epoch. It stands in for the spec's curve on the evaluation split, which the protocol keeps from the learner
+    epoch. It stands in for the paper's curve on the evaluation split, which the protocol keeps from the learner
     (so no learner can record it). Later occurrences are ignored. A dataset is skipped when a curve is missing
     or empty, or when AUC_1 = 1 (FT undefined).
     """
@@ -196,7 +196,7 @@ def slices(
     `key="size"`: bins of the task's number of items, by default `SIZE_BINS`: '< 1,000', '1,000-10,000'
     (1,000 <= n < 10,000) and '>= 10,000'. Without `values` the size is the record's `size`, else the train
     record's `num_items`, else the predict record's `num_items` (the evaluation split: a proxy that keeps the
-    order of sizes under fixed split fractions; pass full dataset sizes in `values` for the spec's thresholds).
+    order of sizes under fixed split fractions; pass full dataset sizes in `values` to bin by dataset size).
     `key="resolution"`: from `values` or the records' `resolution`; one slice per resolution unless `bins`.
     `values` maps task uid (or task name) to the size or resolution. Slices are in bin (or name) order.
     """

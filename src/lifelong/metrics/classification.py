@@ -1,4 +1,5 @@
-"""Per-evaluation errors: top-1 error for multi-class tasks, 1 - mAP for multi-label tasks (spec/nevis22.md s.3).
+"""Per-evaluation errors: top-1 error for multi-class tasks, 1 - mAP for multi-label tasks
+(docs/protocols/nevis.md#per-task-error).
 
 Labels with no positive item in the evaluated split have no defined average precision: they are skipped
 and counted, never scored as 0 or 1.

@@ -1,4 +1,4 @@
-"""Lifelong fact learning analyses (spec/fact_learning.md section 3): pure functions, numpy in, plain dicts out.
+"""Lifelong fact learning analyses (docs/protocols/facts.md): pure functions, numpy in, plain dicts out.
 
 - `fact_transfer`: GEM-style backward / forward transfer of the T x T generalized top-5 matrix R.
 - `long_tail`, `few_shot`, `compositional`: accuracy pooled over test items, grouped by the training images of

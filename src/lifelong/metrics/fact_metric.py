@@ -1,4 +1,4 @@
-"""The lifelong fact learning metrics of a run (spec/fact_learning.md section 3), folded from its predict records.
+"""The lifelong fact learning metrics of a run (docs/protocols/facts.md), folded from its predict records.
 
 Reads the fields `fact_record` writes. R[i, j] is generalized top-5 accuracy on task j after training task i; b_j the
 untrained learner's (records with after_task_index -1). The headline figures are the final row's: standard and

@@ -1,4 +1,4 @@
-"""One evaluation of a fact task (spec/fact_learning.md section 3): standard and generalized top-K, per fact.
+"""One evaluation of a fact task (docs/protocols/facts.md#top-k-correctness): standard and generalized top-K, per fact.
 
 A fact task's learner scores every fact of the stream ([N, C], C = len(task.class_names), each class name a
 fact's text). Generalized top-K takes all C facts as candidates; standard top-K only the task's own facts

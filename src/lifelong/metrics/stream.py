@@ -1,4 +1,5 @@
-"""Stream-level summary (spec/nevis22.md section 3): mean error over evaluated tasks, cumulative FLOPs."""
+"""Stream-level summary: mean error over evaluated tasks, cumulative FLOPs
+(docs/protocols/nevis.md#stream-summary-e-and-cflop)."""
 
 from __future__ import annotations
 

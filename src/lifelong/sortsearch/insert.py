@@ -3,11 +3,11 @@
 A new model is evaluated on n' samples: by default those the toolkit's estimator plans (`estimators.ours`,
 `lifelong`: k-means anchors of the latest sort's ranking models' rows, its sources), or spread uniformly
 (or at random) over the current ranked order (`sampling="uniform"|"random"`, Sort & Search's plan). The DP
-threshold of its outcomes along the order, extrapolated to all n samples, predicts the rest of its row (spec
-section 3). Each estimated model's accuracy is its estimator's best estimate with its 95% interval, kept in the
-registry (`BenchStore.accuracies`): `lifelong`'s, or for Sort & Search's plans the threshold's k/n corrected by
-the step's mean error (`intervals`; coverage measured in benchmarks/bench_beyond.py); the threshold's k/n stays
-available as `threshold_accuracy`. A new sample
+threshold of its outcomes along the order, extrapolated to all n samples, predicts the rest of its row
+(docs/protocols/sort-and-search.md#inserting-models). Each estimated model's accuracy is its estimator's best
+estimate with its 95% interval, kept in the registry (`BenchStore.accuracies`): `lifelong`'s, or for Sort & Search's
+plans the threshold's k/n corrected by the step's mean error (`intervals`; coverage measured in
+benchmarks/bench_beyond.py); the threshold's k/n stays available as `threshold_accuracy`. A new sample
 is evaluated on m' models spread over the models ranked most-accurate first; the DP threshold of those outcomes
 predicts which of the other models get it right. Every evaluated cell is stored as an observation and every other
 cell of the new row or column as an estimate, so each accuracy says how much of it is fact.
@@ -192,18 +192,37 @@ def add_samples(
     store: BenchStore, records: Sequence[Mapping[str, Any]], plan: SamplePlan, outcomes: np.ndarray
 ) -> list[int]:
     """Register samples, store their observed outcomes on `plan.model_ids` [m', s] and estimate the other models."""
-    outcomes = np.asarray(outcomes)
-    if outcomes.ndim != 2 or outcomes.shape != (plan.model_ids.size, len(records)):
-        raise ValueError(
-            f"sample results must be [models, samples] = ({plan.model_ids.size}, {len(records)}); got {outcomes.shape}"
-        )
-    outcomes = _zero_one(outcomes, outcomes.shape[1], "sample results")
-    k = extrapolate(dp_threshold(outcomes.T), plan.positions, plan.ranked_models.size)  # per sample
-    columns = (np.arange(plan.ranked_models.size)[:, None] < k[None, :]).astype(np.uint8)  # ranked models x samples
+    _sample_outcomes(plan, len(records), outcomes)  # refused before anything is registered
     sample_ids = store.add_samples(records)
+    write_sample_cells(store, sample_ids, plan, outcomes)
+    return sample_ids
+
+
+def write_sample_cells(store: BenchStore, sample_ids: Sequence[int], plan: SamplePlan, outcomes: np.ndarray) -> None:
+    """Write registered samples' cells: every ranked model's estimated column, then the observed outcomes. Writing
+    the same cells again changes nothing, so this also completes an `add_samples` killed after registering."""
+    outcomes = _sample_outcomes(plan, len(sample_ids), outcomes)
+    k = sample_thresholds(plan, outcomes)
+    columns = (np.arange(plan.ranked_models.size)[:, None] < k[None, :]).astype(np.uint8)  # ranked models x samples
     store.write_rows(plan.ranked_models, sample_ids, columns, observed=False)
     store.write_rows(plan.model_ids, sample_ids, outcomes, observed=True)
-    return sample_ids
+
+
+def sample_thresholds(plan: SamplePlan, outcomes: np.ndarray) -> np.ndarray:
+    """Each new sample's estimated difficulty k: how many of the ranked models (most accurate first) get it right,
+    the DP threshold of its outcomes [m', s] on the planned models extrapolated to all of them."""
+    outcomes = _sample_outcomes(plan, np.shape(outcomes)[-1] if np.ndim(outcomes) else 0, outcomes)
+    return np.asarray(extrapolate(dp_threshold(outcomes.T), plan.positions, plan.ranked_models.size), np.int64)
+
+
+def _sample_outcomes(plan: SamplePlan, samples: int, outcomes: np.ndarray) -> np.ndarray:
+    """Outcomes [m', s] of the planned models on `samples` new samples as 0/1 uint8, or a ValueError."""
+    outcomes = np.asarray(outcomes)
+    if outcomes.ndim != 2 or outcomes.shape != (plan.model_ids.size, samples):
+        raise ValueError(
+            f"sample results must be [models, samples] = ({plan.model_ids.size}, {samples}); got {outcomes.shape}"
+        )
+    return _zero_one(outcomes, outcomes.shape[1], "sample results")
 
 
 def _zero_one(values: np.ndarray, size: int, what: str) -> np.ndarray:

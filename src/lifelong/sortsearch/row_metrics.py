@@ -1,4 +1,5 @@
-"""Metrics of estimated 0/1 rows y against true rows a (spec section 4), vectorised over many rows.
+"""Metrics of estimated 0/1 rows y against true rows a, vectorised over many rows
+(docs/protocols/sort-and-search.md#metrics).
 
 Rows are dense uint8/bool [r, n] (a 1-D row gives a float), packed [r, ceil(n/8)] with `n` given, or a
 PackedRows/DenseRows view. Every metric derives from four counts per row: n, |a|, |y| and |a AND y|.

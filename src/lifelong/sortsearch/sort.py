@@ -1,4 +1,5 @@
-"""Sort: rank samples easy -> hard from the ranking models (spec section 2), and order models for sample insertion.
+"""Sort: rank samples easy -> hard from the ranking models, and order models for sample insertion
+(docs/protocols/sort-and-search.md#sort).
 
 Every order is a permutation of sample (or model) ids, int32 while it fits, and the same matrix gives the same
 order. Ties between samples are broken by a fixed pseudo-random key of each sample id (`tie_keys`, splitmix64 of the
@@ -134,7 +135,8 @@ def sort_by_confidence(C: Any, chunk: int | None = None) -> np.ndarray:
 
 
 def sort_recursive(A: Any, levels: int = 2) -> np.ndarray:
-    """Recursive sort by sum (spec 2.3): refine the order inside blocks of equal keys, `levels - 1` times.
+    """Recursive sort by sum: refine the order inside blocks of equal keys, `levels - 1` times
+    (docs/protocols/sort-and-search.md#sort).
 
     Each refinement computes every ranking model's DP threshold on the current order; inside each block of
     samples with equal keys so far, samples are re-sorted by their sum over only the models whose threshold

@@ -49,7 +49,8 @@ class BenchmarkShape(NamedTuple):
 
 
 def lifelong_cifar10_shape() -> BenchmarkShape:
-    """Lifelong-CIFAR10 (spec/sort_and_search.md section 5): 31,250 models x 1,697,682 samples in 6 domains."""
+    """Lifelong-CIFAR10: 31,250 models x 1,697,682 samples in 6 domains
+    (docs/protocols/sort-and-search.md#benchmark-sizes)."""
     domains = dict(LIFELONG_CIFAR10_DOMAINS)
     return BenchmarkShape(LIFELONG_CIFAR10_MODELS, sum(domains.values()), domains)
 

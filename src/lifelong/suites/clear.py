@@ -1,4 +1,5 @@
-"""CLEAR temporal streams (spec/clear.md): buckets of one fixed label space under the IID or streaming protocol.
+"""CLEAR temporal streams: buckets of one fixed label space under the IID or streaming protocol
+(docs/protocols/clear.md).
 
 Every labeled bucket (1..N; bucket 0 is unlabeled, for self-supervised pretraining only) is one task of a
 `Stream` that evaluates every task after each training event, so a run fills the accuracy matrix R[i, j].
@@ -33,7 +34,7 @@ from lifelong.suites.names import TEMPORAL_SOURCES, StreamName, classify_stream
 PROTOCOLS = ("iid", "streaming")
 SPLITS = ("official", "ours")  # the `split` stream option; None: official when the data has one, else ours
 WHOLE_BUCKET = "whole-bucket"  # the streaming protocol's "split": no split at all
-TRAIN_FRACTION = 0.7  # spec section 2: 70/30 per bucket
+TRAIN_FRACTION = 0.7  # docs/protocols/clear.md#iid-protocol: 70/30 per bucket
 DEV_FRACTION = 0.1  # share of a bucket's training data the learner may hold out for its own model selection
 CLEAR_FOLDER = "clear10"  # default folder under the data root for `--stream clear`
 

@@ -1,4 +1,5 @@
-"""ImageNet-CoG as a stream (spec/imagenet_cog.md section 2): one probe task per (level, shots) over frozen features.
+"""ImageNet-CoG as a stream: one probe task per (level, shots) over frozen features
+(docs/protocols/cog.md#linear-probe).
 
 Features are extracted beforehand (`lifelong cog run` does it; extraction needs torch, which suites never import)
 into a features set, a folder laid out as

@@ -1,4 +1,4 @@
-"""`facts`: lifelong fact learning on any fact-annotated image folder (spec/fact_learning.md sections 2 and 3).
+"""`facts`: lifelong fact learning on any fact-annotated image folder (docs/protocols/facts.md).
 
 The images and facts come from CSV manifests (`lifelong.data.sources.fact_manifest`: the toolkit's S,P,O,image,split
 layout or the authors' released manifests); the stream is built exactly as `facts-mini`'s (`suites.facts`). The facts

@@ -1,4 +1,4 @@
-"""Lifelong fact learning as a stream (spec/fact_learning.md sections 2 and 3): facts split into tasks.
+"""Lifelong fact learning as a stream (docs/protocols/facts.md): facts split into tasks.
 
 Every task is of kind "fact": its images are labelled with the index of their fact among ALL the stream's facts
 (`class_names`, each a fact's text), its metadata holds its own facts (`task_facts`, the standard top-5's

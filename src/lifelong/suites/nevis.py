@@ -1,4 +1,5 @@
-"""Nevis'22 streams: the variants of spec/nevis22.md section 4, meta-train ablations, within-year shuffling.
+"""Nevis'22 streams: the variants of docs/protocols/nevis.md#the-stream-and-its-variants, meta-train ablations,
+within-year shuffling.
 
 Variants (rows from lifelong.suites.nevis_tasks; the task lists and years are the reference's
 NEVIS_STREAM_PER_YEAR in dm_nevis `dm_nevis/streams/nevis_stream.py`, lines 75-251):
@@ -59,7 +60,7 @@ SHOW_MISSING = 10
 
 
 class Variant(enum.StrEnum):
-    """The stream variants of spec section 4 (registered as nevis-<value>)."""
+    """The stream variants of docs/protocols/nevis.md#the-stream-and-its-variants (registered as nevis-<value>)."""
 
     FULL = "full"
     SHORT = "short"

@@ -10,12 +10,12 @@ this table's object and scene tasks before 2019 (43); LARGE_DATASET_ONLY's ("Exc
 cut on `size` keeps only 24 of its 40); both keep FULL's 2019-2021 part whole. IMAGENET_ONLY is ImageNet alone,
 in 2014 (as SHORT places it), a pretraining stream; DEBUG is Pascal 2007 in 1999, then COIL 20 in 2000.
 
-Sources, in order of authority: the task list per year of spec/nevis22.md section 4 (which task is where,
-and the SHORT and TINY lists with their own years), its [ref] class counts, and the paper's Appendix L
-table (type, domain, size, average resolution; Appendix M for the SHORT rows). Where these disagree:
+Sources, in order of authority: the task list per year of docs/protocols/nevis.md#the-stream-and-its-variants
+(which task is where, and the SHORT and TINY lists with their own years), its [ref] class counts, and the paper's
+Appendix L table (type, domain, size, average resolution; Appendix M for the SHORT rows). Where these disagree:
 
-- The Appendix L table puts Graz-02 in 2008 (spec: 2010) and Pascal 2012 in 2014 (spec: 2013), and lists a
-  2019 "UCSD dataset" that the spec's list does not have: the spec's list wins (UCSD is not in the stream).
+- The Appendix L table puts Graz-02 in 2008 (list: 2010) and Pascal 2012 in 2014 (list: 2013), and lists a
+  2019 "UCSD dataset" that the year list does not have: the year list wins (UCSD is not in the stream).
 - The extracted table lacks Pascal 2005, Pascal 2006 (taken from Appendix M), 15 Scenes 2008 (taken from
   its 2019 row), 8 Scene Dataset, Extended YaleB and DDSM (sizes and resolutions estimated, marked [est]).
 - Type disagreements between the paper's table and the reference code, resolved by the sampled paper's
@@ -31,8 +31,9 @@ table (type, domain, size, average resolution; Appendix M for the SHORT rows). W
 a rule of lifelong.data.splits: explicit where the reference's choice is known ([ref]) or the table's size
 pins it down ([size]: size = 0.85 x the official train -> train_test; size = the official train ->
 train_val_test / train_val; size ~ 0.68 x all images -> random), else "auto" (the data's official split if
-it carries one, else random). Class counts: [spec] = spec section 4's [ref] counts; [own] = my reading of
-the dataset's public release or of the reference's dataset handler, with the reason beside it.
+it carries one, else random). Class counts: [spec] = the reference code's count
+(docs/protocols/nevis.md#the-stream-and-its-variants); [own] = my reading of the dataset's public release or of the
+reference's dataset handler, with the reason beside it.
 """
 
 from __future__ import annotations
@@ -381,7 +382,8 @@ FULL_BY_YEAR: Mapping[int, tuple[str, ...]] = {
     ),
 }
 
-# SHORT and TINY have their own years (spec section 4, paper Appendix M), not FULL's.
+# SHORT and TINY have their own years, not FULL's (docs/protocols/nevis.md#the-stream-and-its-variants, paper
+# Appendix M).
 SHORT_BY_YEAR: Mapping[int, tuple[str, ...]] = {
     2004: ("coil100", "mnist"),
     2006: ("pascal_2005", "caltech_categories", "uiuc_cars"),

@@ -1,4 +1,5 @@
-"""SGD training for the CLEAR continual learners (spec/clear.md section 4): arrays in, model trained in place.
+"""SGD training for the CLEAR continual learners: arrays in, model trained in place
+(docs/protocols/clear.md#training-regimes).
 
 One routine for both regimes: a CNN on uint8 images (augmented with `prepare_batch`) or a linear head on
 float32 features. SGD with momentum, a step decay of the learning rate (x0.1 at `lr_step` of the epochs), an

@@ -1,4 +1,4 @@
-"""Frozen-encoder features of image files (spec/imagenet_cog.md section 2), memory-mapped and resumable.
+"""Frozen-encoder features of image files (docs/protocols/cog.md#features), memory-mapped and resumable.
 
 `extract_features` decodes images batch by batch (shorter side resized to S, bicubic; centre crop S; or, for an
 encoder whose own preprocessing keeps a smaller centre share, that square resized to S; scaled to [-1, 1] like

@@ -1,4 +1,5 @@
-"""FLOPs of one training update step, and of one forward pass, counted by torch's FlopCounterMode (spec section 3).
+"""FLOPs of one training update step, and of one forward pass, counted by torch's FlopCounterMode
+(docs/run.md#what-is-counted-as-compute).
 
 A run's training FLOPs are the update count, taken once per model and batch shape, times the number of steps;
 inference FLOPs (reported apart, never part of cFLOP) are the forward count per example times the examples.

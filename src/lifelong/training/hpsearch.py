@@ -1,4 +1,5 @@
-"""Per-task hyper-parameter search (spec/nevis22.md section 6): seeded random trials, best on dev, all FLOPs count.
+"""Per-task hyper-parameter search: seeded random trials, best on dev, all FLOPs count
+(docs/protocols/nevis.md#hyper-parameter-search).
 
 A trial is a learning rate and a label smoothing. `search` runs a picklable `fit(trial) -> TrialResult` for every
 trial, in this process or through an executor (Ray), persisting each trial in a work folder of this process as its

@@ -1,4 +1,5 @@
-"""The Independent recipe (spec/nevis22.md section 6) as one config: architecture, schedule, search, executor.
+"""The Independent recipe as one config: architecture, schedule, search, executor
+(docs/protocols/nevis.md#training-recipe).
 
 The learners train with it (independent, finetune, pretrained); so do pretraining and the transfer matrix,
 which is why it lives here rather than beside a learner.
@@ -18,7 +19,7 @@ from lifelong.training.recipe import FitJob, materialize
 
 @dataclass(frozen=True)
 class IndependentConfig:
-    """Recipe of the Independent learner, scaled down for a 2-core CPU (the spec: resnet34, 64 px, B in [16, 512]).
+    """Recipe of the Independent learner, scaled down for a 2-core CPU (the paper: resnet34, 64 px, B in [16, 512]).
 
     `resolution`: square side images are resized to (None keeps each task's native size). `epochs` over
     the train split; batch size by `batch_size_for(N, min_batch_size, max_batch_size)`. No horizontal flip
@@ -28,7 +29,7 @@ class IndependentConfig:
     Hyper-parameters: `trials=1` trains once with `lr` and `label_smoothing`; `trials` > 1 (the paper: 16) runs
     random search: lr log-uniform in `lr_range`, label smoothing uniform in `label_smoothing_range`, or the frugal
     variant with `fixed_label_smoothing` (0.15) and `lr_grid` ((1e-4, 1e-3, 1e-2, 1e-1)). Trials are drawn with
-    the task index as seed (the spec), and trained with seeds from (run seed, task index, trial index).
+    the task index as seed (the paper's protocol), and trained with seeds from (run seed, task index, trial index).
     `executor`: "local" runs trials one after the other here; "ray" fans them out over Ray (a local Ray with
     `ray_num_cpus` CPUs, or the cluster at `ray_address`), spread over its nodes, each trial using this process's
     torch thread count and `gpus_per_trial` GPUs (fractional: trials share a GPU); finished trials come back here.

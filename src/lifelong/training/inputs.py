@@ -1,4 +1,5 @@
-"""Image batches -> model inputs (spec/nevis22.md section 6): scaling, channel handling, augmentation, resizing.
+"""Image batches -> model inputs: scaling, channel handling, augmentation, resizing
+(docs/protocols/nevis.md#training-recipe).
 
 Everything works on whole batches in torch; random choices come from a `torch.Generator`, so the same
 seed gives the same pixels.

@@ -1,7 +1,8 @@
-"""Train one network on one task with the common recipe (spec/nevis22.md section 6), count its FLOPs, predict.
+"""Train one network on one task with the common recipe, count its FLOPs, predict
+(docs/protocols/nevis.md#training-recipe).
 
-FLOPs (spec section 3): one update step = forward + loss + backward on one training batch, counted once per
-training run by `torch.utils.flop_counter.FlopCounterMode`, then multiplied by the number of steps.
+FLOPs (docs/run.md#what-is-counted-as-compute): one update step = forward + loss + backward on one training batch,
+counted once per training run by `torch.utils.flop_counter.FlopCounterMode`, then multiplied by the number of steps.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Low-resolution ResNets (spec/nevis22.md section 6): 3x3 stride-1 stem, no max-pool, BasicBlock stages.
+"""Low-resolution ResNets (docs/protocols/nevis.md#training-recipe): 3x3 stride-1 stem, no max-pool, BasicBlock stages.
 
 A model is a `backbone` (images -> pooled features [N, D]) followed by a linear `head`, so that later
 learners can swap heads, fine-tune backbones and score relatedness on frozen features.
@@ -133,7 +133,7 @@ def resnet(
     in_channels: int = 3,
     seed: int | None = None,
 ) -> ResNet:
-    """A low-resolution ResNet with BasicBlock stages; defaults give the spec's ResNet-34."""
+    """A low-resolution ResNet with BasicBlock stages; defaults give the paper's ResNet-34."""
     return ResNet(num_classes, blocks=blocks, widths=widths, in_channels=in_channels, seed=seed)
 
 
@@ -143,7 +143,7 @@ def resnet18(num_classes: int, *, in_channels: int = 3, seed: int | None = None)
 
 
 def resnet34(num_classes: int, *, in_channels: int = 3, seed: int | None = None) -> ResNet:
-    """ResNet-34 (blocks 3-4-6-3, widths 64-128-256-512), the spec's Independent backbone."""
+    """ResNet-34 (blocks 3-4-6-3, widths 64-128-256-512), the paper's Independent backbone."""
     return resnet(num_classes, blocks=(3, 4, 6, 3), in_channels=in_channels, seed=seed)
 
 

@@ -1,7 +1,7 @@
-"""Pretraining (spec/nevis22.md section 6, "Pretrained"): train one network on a data source, save its backbone.
+"""Pretraining (docs/protocols/nevis.md#baselines, "Pretrained"): train one network on a data source, save its backbone.
 
 `pretrain` loads a source (lifelong.data.sources: "builtin:chars", "fashion-mnist", "folder:DIR", ...), splits it
-as a task (de-duplicated, spec section 5 splits, resized to `resolution`), trains it with the Independent recipe
+as a task (de-duplicated, the protocol's splits, resized to `resolution`), trains it with the Independent recipe
 and hyper-parameter search (the dev split picks the winner), and writes a checkpoint atomically: architecture,
 backbone state_dict, source and its options, class names, pretraining FLOPs (all trials), seed and recipe.
 The `pretrained` learners start from it; whether its FLOPs count is their choice (the paper shows both).

@@ -1,4 +1,4 @@
-"""Data side of the ImageNet-CoG linear probes (spec/imagenet_cog.md section 2): input checks, the stratified
+"""Data side of the ImageNet-CoG linear probes (docs/protocols/cog.md#linear-probe): input checks, the stratified
 20% validation split, few-shot sampling, and minibatches streamed from (possibly memory-mapped) feature rows.
 
 A level's features can be a float16 `np.memmap` bigger than memory: rows are gathered per chunk of a shuffled

@@ -1,4 +1,4 @@
-"""The reference ImageNet-CoG linear probe (spec/imagenet_cog.md section 2), as the spec describes naver/cog's recipe.
+"""The reference ImageNet-CoG linear probe (docs/protocols/cog.md#linear-probe): naver/cog's recipe.
 
 nn.Linear(D, C) with bias, cross-entropy, SGD (momentum 0.9, weight decay on all parameters), batch 1,024,
 100 epochs with cosine decay of the learning rate (stepped once per epoch, to 0 at the end). 30 Optuna TPE trials

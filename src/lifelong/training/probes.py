@@ -1,6 +1,6 @@
-"""ImageNet-CoG linear probes on frozen, l2-normalised features (spec/imagenet_cog.md section 2).
+"""ImageNet-CoG linear probes on frozen, l2-normalised features (docs/protocols/cog.md#linear-probe).
 
-`reference_probe` is naver/cog's recipe as the spec describes it (30 Optuna TPE trials x 100 epochs, then a
+`reference_probe` is naver/cog's recipe as the protocol page describes it (30 Optuna TPE trials x 100 epochs, then a
 retrain); `fast_probe` trains a grid of (lr, weight decay) heads together on a short schedule and retrains the
 best (benchmarks/bench_probe.py compares the two). Both take the features as a 2-D array, a float16 `np.memmap`
 included (streamed, never loaded whole), and return a `ProbeResult` for one seed; `probe_seeds` runs the five

@@ -1,4 +1,5 @@
-"""One training run of the common recipe (spec/nevis22.md section 6) on one task, as a picklable trial function.
+"""One training run of the common recipe on one task, as a picklable trial function
+(docs/protocols/nevis.md#training-recipe).
 
 `FitJob(...)(trial)` builds a seeded network (optionally from given backbone weights), trains it with the trial's
 lr and label smoothing, keeps its best-on-dev weights and returns a `TrialResult`; `search` fans such calls out.

@@ -1,4 +1,5 @@
-"""kNN task relatedness (spec/nevis22.md section 6): how well a frozen backbone's features separate the current task.
+"""kNN task relatedness: how well a frozen backbone's features separate the current task
+(docs/protocols/nevis.md#knn-relatedness).
 
 A candidate backbone embeds a seeded subset of the current task's train split (up to `max_train` = 10,000
 items) and dev split (up to `max_dev` = 5,000); a k-nearest-neighbour classifier (k = 5, uniform votes) fitted

@@ -1,4 +1,5 @@
-"""Batch-size rule and learning-rate schedule of the common training recipe (spec/nevis22.md section 6)."""
+"""Batch-size rule and learning-rate schedule of the common training recipe
+(docs/protocols/nevis.md#batch-size-and-schedule)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from dataclasses import dataclass
 
 
 def batch_size_for(num_examples: int, *, min_size: int = 16, max_size: int = 512, per_example: int = 400) -> int:
-    """B = min(max_size, max(min_size, 2^floor(log2(N / per_example)))); the spec's 0.0025 N is N / 400.
+    """B = min(max_size, max(min_size, 2^floor(log2(N / per_example)))); the paper's 0.0025 N is N / 400.
 
     Computed in integers, so boundaries (N = 400 * 2^k) are exact.
     """

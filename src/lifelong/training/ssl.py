@@ -1,4 +1,5 @@
-"""Self-supervised pretraining (spec/clear.md section 4): SimCLR-style contrastive learning sized for a CPU.
+"""Self-supervised pretraining: SimCLR-style contrastive learning sized for a CPU
+(docs/protocols/clear.md#training-regimes).
 
 The paper pretrains MoCo v2 on the unlabeled bucket 0 and then fits a linear layer on frozen features. Here a
 models.py backbone plus a 2-layer projection head learns to match two augmented views of each image (NT-Xent

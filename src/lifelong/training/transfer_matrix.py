@@ -1,4 +1,5 @@
-"""Transfer matrix (spec/nevis22.md section 3): how much starting task j from task i's best Independent model helps.
+"""Transfer matrix: how much starting task j from task i's best Independent model helps
+(docs/protocols/nevis.md#transfer-matrix).
 
 For every task i, the best Independent model (the Independent recipe and hyper-parameter search; with the same
 seed, exactly the model an `independent` run trains) is evaluated on i's evaluation split. For every ordered pair

@@ -46,6 +46,8 @@ STAGING = ".fetch"
 
 @dataclass(frozen=True)
 class FetchRequest:
+    """One dataset to fetch: its manifest entry, the data root, where its files come from, and what is allowed."""
+
     entry: DatasetEntry
     root: Path
     from_dir: Path | None = None
@@ -80,6 +82,8 @@ class Acquired:
 
 @dataclass(frozen=True)
 class FetchOutcome:
+    """What a fetch did: the dataset, its state ("installed", "replaced" or "up to date"), folder and checks."""
+
     name: str
     state: str  # "installed", "replaced" or "up to date"
     path: Path

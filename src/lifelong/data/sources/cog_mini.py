@@ -1,4 +1,4 @@
-"""`cog-mini`: an offline ImageNet-CoG built from emoji artwork (see spec/imagenet_cog.md and `emoji_art`).
+"""`cog-mini`: an offline ImageNet-CoG built from emoji artwork (see docs/protocols/cog.md and `emoji_art`).
 
 Concepts: the hand-curated `cog_mini_emoji.csv` maps each emoji to its WordNet 3.0 noun synset. Seen = the mapped
 concepts that are ImageNet-1K classes (level "seen"); the rest are ranked by Lin similarity to that seen set

@@ -1,4 +1,4 @@
-"""ImageNet-style concept folders (spec/imagenet_cog.md section 2): `root/<wnid>/<image files>` -> seeded splits.
+"""ImageNet-style concept folders (docs/protocols/cog.md#levels): `root/<wnid>/<image files>` -> seeded splits.
 
 Labels follow the sorted wnids, so train and test (and every level scanned the same way) share one label order.
 Each concept gives `test_per_class` test images drawn with a seed derived from its wnid (a concept's split does

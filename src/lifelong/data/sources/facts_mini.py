@@ -1,4 +1,4 @@
-"""`facts-mini`: an offline mid-scale lifelong fact-learning dataset built from emoji artwork (spec/fact_learning.md).
+"""`facts-mini`: an offline mid-scale lifelong fact-learning dataset built from emoji artwork (docs/protocols/facts.md).
 
 Facts over the 24 objects of `facts_mini_objects.csv` (one-word names, drawn by every style); default 186 = 24 S
 (each object alone, neutral: UNKNOWN on P and O) + 62 SP (ATTRIBUTES: tints red/green/blue/purple, small/big,

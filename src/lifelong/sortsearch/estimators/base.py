@@ -106,12 +106,16 @@ class Estimate:
 
 
 class Plan(Protocol):
+    """An estimator's choice of samples for a task: evaluate the targets on `items`, then `estimate` from them."""
+
     items: np.ndarray  # [budget] sample ids the targets are evaluated on
 
     def estimate(self, observed: np.ndarray) -> Estimate: ...
 
 
 class Estimator(Protocol):
+    """A model's accuracy from few samples (entry points `lifelong.estimators`): it plans, then estimates."""
+
     name: str
 
     def plan(self, task: EstimationTask) -> Plan: ...

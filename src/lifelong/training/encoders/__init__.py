@@ -1,5 +1,5 @@
-"""Encoders: one layer for every pretrained or pretrainable backbone the toolkit runs (spec/clear.md section 4,
-spec/imagenet_cog.md section 2, issue 23).
+"""Encoders: one layer for every pretrained or pretrainable backbone the toolkit runs
+(docs/protocols/clear.md#training-regimes, docs/protocols/cog.md#features, issue 23).
 
 An `Encoder` maps images (the toolkit's [-1, 1] input convention; `Encoder.prepare` makes them from uint8 images
 with the encoder's own resize and crop) to features [N, D], knows its preprocessing, feature size and identity, and

