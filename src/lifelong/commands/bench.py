@@ -84,20 +84,13 @@ def _read_results(path: Path) -> tuple[np.ndarray | None, np.ndarray]:
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such results file")
     if path.suffix == ".npy":
-        from lifelong.sortsearch.experiment import open_npy, shape_words
+        from lifelong.sortsearch.experiment import open_zero_one
 
-        outcomes = np.asarray(open_npy(path, mmap=False, what="one model's outcomes, a 1-D array of 0/1"))
-        if outcomes.ndim != 1:
-            raise ValueError(
-                f"{path} holds {shape_words(outcomes.shape)}; --results needs ONE model's outcomes: a 1-D array "
-                "of 0/1 (the full row, or the planned samples' outcomes with --budget)"
-            )
-        if outcomes.dtype != np.bool_ and not np.issubdtype(outcomes.dtype, np.integer):
-            raise ValueError(f"{path} holds {outcomes.dtype} values; outcomes are integers 0 (wrong) or 1 (correct)")
-        bad = np.flatnonzero(~np.isin(outcomes, (0, 1)))
-        if bad.size:
-            raise ValueError(f"{path}: entry {int(bad[0])} is {outcomes[bad[0]]}; outcomes must be 0 or 1")
-        return None, outcomes.astype(np.uint8)
+        needs = (
+            "--results needs ONE model's outcomes: a 1-D array of 0/1 (the full row, or the planned samples' "
+            "outcomes with --budget)"
+        )
+        return None, open_zero_one(path, ndim=1, what="one model's outcomes, a 1-D array of 0/1", needs=needs)
     what = "a results CSV needs columns sample_id, correct (0 or 1), one row per evaluated sample"
     rows = _csv_rows(path, ("sample_id", "correct"), what)
     ids = np.array([_int_cell(path, i + 2, "sample_id", r["sample_id"]) for i, r in enumerate(rows)], np.int64)

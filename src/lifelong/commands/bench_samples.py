@@ -158,22 +158,18 @@ def in_plan_order(given: list[str] | None, outcomes: np.ndarray, planned: list[s
 
 def _npy_results(path: Path, samples: int) -> np.ndarray:
     """Outcomes [models, samples] from a 2-D .npy of 0/1, rows in plan order, columns in --samples order."""
-    from lifelong.sortsearch.experiment import open_npy, shape_words
+    from lifelong.sortsearch.experiment import open_zero_one
 
-    outcomes = np.asarray(open_npy(path, mmap=False, what="a 2-D array of 0/1, planned models x new samples"))
-    if outcomes.ndim != 2 or outcomes.shape[1] != samples:
-        raise ValueError(
-            f"{path} holds {shape_words(outcomes.shape)}; --results needs the planned models' outcomes as a 2-D "
-            f"array of 0/1: one row per planned model (in `lifelong bench plan-samples` order) x {samples} columns "
-            "(the rows of --samples)"
-        )
-    if outcomes.dtype != np.bool_ and not np.issubdtype(outcomes.dtype, np.integer):
-        raise ValueError(f"{path} holds {outcomes.dtype} values; outcomes are integers 0 (wrong) or 1 (correct)")
-    bad = np.argwhere(~np.isin(outcomes, (0, 1)))
-    if bad.size:
-        r, c = (int(v) for v in bad[0])
-        raise ValueError(f"{path}: entry [{r}, {c}] is {outcomes[r, c]}; outcomes must be 0 or 1")
-    return outcomes.astype(np.uint8)
+    needs = (
+        "--results needs the planned models' outcomes as a 2-D array of 0/1: one row per planned model (in "
+        f"`lifelong bench plan-samples` order) x {samples} columns (the rows of --samples)"
+    )
+    outcomes = open_zero_one(path, ndim=2, what="a 2-D array of 0/1, planned models x new samples", needs=needs)
+    if outcomes.shape[1] != samples:
+        from lifelong.sortsearch.experiment import shape_words
+
+        raise ValueError(f"{path} holds {shape_words(outcomes.shape)}; {needs}")
+    return outcomes
 
 
 # -- adding --------------------------------------------------------------------------------------------------------

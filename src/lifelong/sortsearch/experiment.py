@@ -98,6 +98,22 @@ def open_npy(path: str | Path, *, mmap: bool = True, what: str = "a .npy matrix"
     return array
 
 
+def open_zero_one(path: str | Path, *, ndim: int, what: str, needs: str) -> np.ndarray:
+    """0/1 outcomes (uint8) from a .npy of `ndim` dimensions, integers or bools; an error naming the file says what
+    is wrong in plain words (`needs`: what the option wants, said when the shape is wrong)."""
+    outcomes = np.asarray(open_npy(path, mmap=False, what=what))
+    if outcomes.ndim != ndim:
+        raise ValueError(f"{path} holds {shape_words(outcomes.shape)}; {needs}")
+    if outcomes.dtype != np.bool_ and not np.issubdtype(outcomes.dtype, np.integer):
+        raise ValueError(f"{path} holds {outcomes.dtype} values; outcomes are integers 0 (wrong) or 1 (correct)")
+    bad = np.argwhere(~np.isin(outcomes, (0, 1)))
+    if bad.size:
+        where = tuple(int(v) for v in bad[0])
+        shown = where[0] if ndim == 1 else list(where)
+        raise ValueError(f"{path}: entry {shown} is {outcomes[where]}; outcomes must be 0 or 1")
+    return outcomes.astype(np.uint8)
+
+
 def load_matrix(path: str | Path) -> np.ndarray:
     """A dense 0/1 correctness matrix from a .npy file (memory-mapped, read-only), validated."""
     matrix = open_npy(path)
