@@ -152,7 +152,7 @@ def test_build_sites_place_models_on_the_current_accelerator():
         assert _channels_last(make_zoo_model(ModelSpec(0, "cnn", 8, 1, 32, False, 0.01, 0), (8, 8, 3), 2))
         assert _channels_last(backbone_model("resnet_mini", None))
         assert _channels_last(untrained_encoder("resnet_mini").to_encoder())
-        fact = FactEWCLearner(**FACT_FAST, backbone="none")  # the small CNN: convolutions to lay out
+        fact = FactEWCLearner(**FACT_FAST, encoder="none")  # the small CNN: convolutions to lay out
         assert _channels_last(fact._fact_model(4, (16, 16, 3), 0, 16))
     with accelerator_scope(FP32):
         assert not _channels_last(learner._model(state))  # the CPU default leaves the memory format alone

@@ -20,7 +20,7 @@ def checkpoint(tmp_path):
 
 def test_the_default_is_a_frozen_pretrained_trunk_whose_features_train_two_branches():
     learner = FactLearner(**FAST)
-    assert learner.config.backbone == "efficientnet-lite0" and learner.config.trunk_frozen
+    assert learner.config.encoder == "efficientnet-lite0" and learner.config.trunk_frozen
     result = run(learner, make_stream(), seed=0)
     state = result.learner_state
     assert state["input_shape"] == (1280,) and state["resolution"] is None  # features, not images
@@ -36,7 +36,7 @@ def test_the_default_is_a_frozen_pretrained_trunk_whose_features_train_two_branc
 
 
 def test_the_authors_layout_freezes_the_first_stages_and_copies_the_upper_ones_per_branch(checkpoint):
-    learner = FactLearner(backbone=checkpoint, finetune="partial", **FAST)
+    learner = FactLearner(encoder=checkpoint, finetune="partial", **FAST)
     assert learner.layout() == (2, 3)  # ResNet: stem, layer1 frozen; layer2 shared; layer3 on per branch
     start = load_encoder(checkpoint)
     model = learner._fact_model(6, (16, 16, 3), 0, 16)
@@ -65,7 +65,7 @@ def test_the_authors_layout_freezes_the_first_stages_and_copies_the_upper_ones_p
 
 
 def test_branch_from_none_shares_the_whole_trunk_and_a_penalty_method_runs(checkpoint):
-    learner = FactMASLearner(backbone=checkpoint, finetune="full", branch_from="none", **FAST)
+    learner = FactMASLearner(encoder=checkpoint, finetune="full", branch_from="none", **FAST)
     model = learner._fact_model(6, (16, 16, 3), 0, 16)
     assert isinstance(model, EncoderFactModel) and isinstance(model.head, BranchHeads)
     assert all(p.requires_grad for p in model.parameters())
@@ -73,21 +73,21 @@ def test_branch_from_none_shares_the_whole_trunk_and_a_penalty_method_runs(check
 
 
 def test_joint_is_one_model_on_everything_and_the_small_cnn_is_still_an_option():
-    learner = FactJointLearner(**{**FAST, "backbone": "none"})
-    assert learner.config.backbone is None and not learner.config.trunk_frozen
+    learner = FactJointLearner(**{**FAST, "encoder": "none"})
+    assert learner.config.encoder is None and not learner.config.trunk_frozen
     assert run(learner, make_stream(), seed=0).summary["fact_generalized_mean_over_examples"] is not None
 
 
 def test_bad_trunk_options_are_clear_errors(checkpoint):
     with pytest.raises(ValueError, match="efficientnet-lite0"):
-        FactLearner(backbone="efficientnet-lite9")
-    with pytest.raises(ValueError, match="set one of them"):
-        FactLearner(backbone=checkpoint, encoder=checkpoint)
+        FactLearner(encoder="efficientnet-lite9")
+    with pytest.raises(ValueError, match="give -o encoder only"):
+        FactLearner(backbone=checkpoint, encoder=checkpoint)  # the former name and the name of one option
     with pytest.raises(ValueError, match="4 values"):
-        FactLearner(backbone=checkpoint, finetune="full", lr_multipliers="1,2")
+        FactLearner(encoder=checkpoint, finetune="full", lr_multipliers="1,2")
     with pytest.raises(ValueError, match="stages are stem, layer1, layer2, layer3, layer4"):
-        FactLearner(backbone=checkpoint, finetune="full", branch_from="layer9")
+        FactLearner(encoder=checkpoint, finetune="full", branch_from="layer9")
     with pytest.raises(ValueError, match="frozen stages are shared"):
-        FactLearner(backbone=checkpoint, frozen_groups=4, branch_from="layer2")
-    with pytest.raises(ValueError, match="backbone=SPEC"):
-        FactLearner(backbone="none", finetune="partial")
+        FactLearner(encoder=checkpoint, frozen_groups=4, branch_from="layer2")
+    with pytest.raises(ValueError, match="encoder=SPEC"):
+        FactLearner(encoder="none", finetune="partial")

@@ -72,7 +72,7 @@ def make_stream(seed: int = 0, split_seed: int = 0, tasks: int = 2, centre: bool
 
 
 FAST = {"epochs": 2, "batch_size": 16, "resolution": 16, "lr": 0.05}  # the default model: a frozen Lite0 trunk
-CNN = {**FAST, "backbone": "none"}  # the small CNN trained from scratch, on the images themselves
+CNN = {**FAST, "encoder": "none"}  # the small CNN trained from scratch, on the images themselves
 
 
 def test_loss_sums_defined_parts_and_masks_undefined_ones():

@@ -102,7 +102,7 @@ def read_sample_results(path: Path, samples: int) -> tuple[list[str] | None, np.
     """(model names or None, outcomes [models, samples]) of the new samples from RESULTS: a CSV model,sample_id,
     correct (sample_id: the row of the samples CSV, 0, 1, ...; every model on every sample; names in file order),
     or a 2-D .npy (no names: rows in plan order)."""
-    from lifelong.commands.bench import _csv_rows, _int_cell
+    from lifelong.commands.bench_inputs import _csv_rows, _int_cell
 
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such results file")
@@ -136,7 +136,7 @@ def read_sample_results(path: Path, samples: int) -> tuple[list[str] | None, np.
 
 def in_plan_order(given: list[str] | None, outcomes: np.ndarray, planned: list[str], path: Path) -> np.ndarray:
     """The outcomes' rows in plan order: a CSV's by name (exactly the planned models), a .npy's as they are."""
-    from lifelong.commands.bench import _some
+    from lifelong.commands.bench_inputs import _some
 
     if given is None:
         if outcomes.shape[0] != len(planned):
@@ -315,7 +315,7 @@ def plan_samples_command(
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing PLAN file.")] = False,
 ) -> None:
     """Print the models new samples must be evaluated on (one name per line, most accurate first)."""
-    from lifelong.commands.bench import _fail, _open, _some
+    from lifelong.commands.bench_inputs import _fail, _open, _some
     from lifelong.sortsearch.insert import plan_samples
 
     try:
@@ -378,7 +378,7 @@ def add_samples_command(
 
     Run it again after an interruption: it completes the add with the same plan.
     """
-    from lifelong.commands.bench import _fail, _open
+    from lifelong.commands.bench_inputs import _fail, _open
 
     try:
         with _open(store) as bench:

@@ -6,8 +6,9 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from lifelong.commands.terminal import note
 from lifelong.concepts.level_files import MAX_TRAIN_IMAGES, MIN_IMAGES, TEST_IMAGES
@@ -90,6 +91,16 @@ class FeaturesPlan:
     identity: str
     encoder: str | Path  # an encoder spec (`lifelong.training.encoders.load_encoder`)
     levels: dict[str, Callable[[], dict]]  # level -> {wnids, train: (files, labels), test: ..., similarity}
+    loaded: Any = field(default=None, repr=False)  # the Encoder of `encoder`, once loaded (see `load_encoder`)
+
+    def load_encoder(self) -> Any:
+        """The Encoder of `encoder`, loaded on first use and kept: a command loads it once (naming the set and
+        extracting every level's train and test split all use this one)."""
+        if self.loaded is None:
+            from lifelong.training.encoders import load_encoder
+
+            self.loaded = load_encoder(str(self.encoder))
+        return self.loaded
 
     def index(self, contents: dict[str, dict]) -> dict:
         """The features set's cog.json: the levels whose features are complete on disk, in the set's order."""
@@ -134,26 +145,26 @@ def _spec_stem(spec: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text.replace(":", "-")) or "encoder"
 
 
-def _encoder_digest(spec: str | Path) -> tuple[str, bytes]:
-    """(stem, identity bytes) of an encoder spec: a file's bytes (as before), else the loaded encoder's weights
-    sha256 and preprocessing (a model name, hf:, module:callable)."""
+def _encoder_digest(spec: str | Path) -> tuple[str, bytes, Any]:
+    """(stem, identity bytes, the Encoder when it had to be loaded, else None) of an encoder spec: a file's bytes (as
+    before), else the loaded encoder's weights sha256 and preprocessing (a model name, hf:, module:callable)."""
     import json
 
     from lifelong.training.encoders import EncoderNotFoundError, check_encoder_spec, load_encoder
 
     path = Path(spec)
     if path.is_file():
-        return path.stem, path.read_bytes()
+        return path.stem, path.read_bytes(), None
     try:
         kind = check_encoder_spec(str(spec))
     except EncoderNotFoundError as exc:
         raise FileNotFoundError(f"{exc}; or train one with `lifelong cog pretrain`") from None
     if kind == "torchscript":
         target = Path(str(spec).removeprefix("torchscript:"))
-        return target.stem, target.read_bytes()
+        return target.stem, target.read_bytes(), None
     encoder = load_encoder(str(spec))
     own = {k: v for k, v in encoder.identity("fp32").items() if k not in ("description", "precision")}
-    return _spec_stem(str(spec)), json.dumps(own, sort_keys=True).encode()
+    return _spec_stem(str(spec)), json.dumps(own, sort_keys=True).encode(), encoder
 
 
 def _complete(folder: Path) -> bool:
@@ -190,7 +201,7 @@ def plan_features(
     from lifelong.suites.cog import features_root
     from lifelong.training.feature_cache import forward_precision
 
-    stem, encoder_bytes = _encoder_digest(encoder)
+    stem, encoder_bytes, loaded = _encoder_digest(encoder)
     levels: dict[str, Callable[[], dict]] = {}
     folder_options = {"--levels-file": levels_file, "--split-file": split_file, "--seen-train": seen_train}
     folder_options |= {"--seen-val": seen_val}
@@ -234,7 +245,7 @@ def plan_features(
         encoder_bytes + (identity if data == "cog-mini" else digest_identity).encode() + precision.encode()
     )
     name = f"{dataset}-{stem}-{digest.hexdigest()[:10]}".replace("/", "_")
-    return FeaturesPlan(name, features_root(data_root) / name, dataset, identity, encoder, levels)
+    return FeaturesPlan(name, features_root(data_root) / name, dataset, identity, encoder, levels, loaded)
 
 
 def _cog_mini_level(cog, root: Path, name: str) -> dict:
@@ -305,7 +316,7 @@ def extract_levels(
             out = plan.folder / level / split
             try:
                 features = cached_features(
-                    plan.encoder,
+                    plan.load_encoder(),  # loaded once for every level and split (the spec would load it each time)
                     files,
                     labels,
                     progress=True,

@@ -19,7 +19,7 @@ import numpy as np
 from lifelong.commands.provenance import run_info
 from lifelong.core.files import atomic_write_bytes
 from lifelong.core.streams import Stream
-from lifelong.learners import make_learner
+from lifelong.learners import make_learner, run_options
 from lifelong.metrics.base import Metric
 from lifelong.metrics.registry import make_metrics
 from lifelong.metrics.stream import default_metrics
@@ -80,7 +80,7 @@ class RunSpec:
             self.seed,
             eval_split=self.eval_split,
             stream_options=self.stream_options,
-            learner_options=self.learner_options,
+            learner_options=run_options(self.learner, self.learner_options),  # a renamed option: one id either way
         )
 
     @property
@@ -316,6 +316,8 @@ def _check_same_config(spec: RunSpec, folder: Path) -> None:
     for name in SAME_RUN_FIELDS:
         before = stored.get(name, defaults[name])
         now = given[name]
+        if name == "learner_options":  # a renamed option given by either name is the same run
+            before, now = run_options(spec.learner, before), run_options(spec.learner, now)
         if isinstance(now, tuple):
             now, before = list(now), list(before)
         if before != now:

@@ -15,7 +15,7 @@ from lifelong.core.learner import Learner
 from lifelong.core.plugins import LEARNERS as GROUP
 from lifelong.core.plugins import Registry
 from lifelong.core.suggest import did_you_mean
-from lifelong.learners.options import OptionError, option_example, option_type
+from lifelong.learners.options import OptionError, option_example, option_type, same_run_options
 
 LEARNERS = Registry(GROUP, "learner", listing="lifelong learners")
 
@@ -102,6 +102,19 @@ def learner_options(name: str) -> list[dict[str, str]]:
     return sorted(rows, key=lambda row: row["name"])
 
 
+def run_options(name: str, options: dict[str, Any]) -> dict[str, Any]:
+    """The options of a run of the learner registered as `name` as its run id spells them (renamed options under
+    their former names, `lifelong.learners.options.same_run_options`): either spelling names one run. Options of a
+    learner that is not registered are returned as given (the run is refused elsewhere, in CLI words)."""
+    if not options:
+        return dict(options)
+    try:
+        schema = _option_schema(learner_class(name))
+    except Exception:  # noqa: BLE001  (an unknown or broken learner: `make_learner` says what is wrong)
+        return dict(options)
+    return same_run_options(schema, options)
+
+
 def describe_learners() -> list[tuple[str, str]]:
     """(name, one-line description) of every registered learner, sorted by name."""
     described = []
@@ -111,4 +124,4 @@ def describe_learners() -> list[tuple[str, str]]:
     return described
 
 
-__all__ = ["LEARNERS", "describe_learners", "learner_class", "learner_options", "make_learner"]
+__all__ = ["LEARNERS", "describe_learners", "learner_class", "learner_options", "make_learner", "run_options"]

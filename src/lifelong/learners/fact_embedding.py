@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -46,7 +46,7 @@ from lifelong.learners.penalties import ItemLoss
 from lifelong.training.continual_loop import model_inputs, predict_items
 from lifelong.training.convergence import Convergence
 from lifelong.training.devices import DeviceCopies, cpu_tensors, current_accelerator
-from lifelong.training.encoders import Encoder, check_encoder_spec, load_encoder
+from lifelong.training.encoders import Encoder, load_encoder
 from lifelong.training.encoders.finetune import freeze_groups, parse_multipliers
 from lifelong.training.encoders.stages import stage_names
 from lifelong.training.flops import count_inference_flops
@@ -58,7 +58,7 @@ _INIT, _TRAIN = 1, 2  # derive_seed tags, as the continual learners'
 NORM_EPS = 1e-12  # inside the square root of the distance, so its gradient stays finite at a perfect fit
 
 
-NO_BACKBONE = "none"
+NO_ENCODER = "none"  # encoder=none: the small CNN trained from scratch on the images
 BRANCH_NONE = "none"  # branch_from: the trunk is shared whole, the branches are the heads' upper layers
 
 
@@ -67,8 +67,10 @@ class FactConfig(FineTuneOptions, ContinualConfig):
     """Continual options (see ContinualConfig) for the fact model, the authors' Model_2: a pretrained trunk shared by
     an S branch and a P/O branch, with outputs of the word vectors' size (S) and twice it (P, O).
 
-    `backbone`: the pretrained trunk, an encoder spec (efficientnet-lite0, a toolkit checkpoint, torchscript:FILE,
-    hf:FOLDER, package.module:factory), or "none" for the small CNN (-o architecture) trained from scratch.
+    `encoder`: the pretrained trunk, an encoder spec (efficientnet-lite0, a toolkit checkpoint, torchscript:FILE,
+    hf:FOLDER, package.module:factory), "none" for the small CNN (-o architecture) trained from scratch, or
+    "features" when the datasets already hold features (a linear fact head on them), `backbone` being its former
+    name (still taken, with a note).
     `finetune`: "frozen" (the whole trunk frozen, its features computed once per image and cached), "partial" or "full".
     `frozen_groups`: the trunk stages frozen from the input side with finetune=partial (default the authors' layout).
     `branch_from`: the first trunk stage copied into each branch (default the authors' layout); "none" shares it all.
@@ -83,7 +85,9 @@ class FactConfig(FineTuneOptions, ContinualConfig):
     Biases train at 2 x their group's rate without weight decay, as the authors'.
     """
 
-    backbone: str | None = "efficientnet-lite0"
+    option_aliases: ClassVar[dict[str, str]] = {"backbone": "encoder"}  # former name -> name (options.configure)
+
+    encoder: str | None = "efficientnet-lite0"
     finetune: str = "frozen"
     branch_from: str | None = None
     epochs: int = 200
@@ -98,29 +102,36 @@ class FactConfig(FineTuneOptions, ContinualConfig):
     converge_window: int = 3
 
     def __post_init__(self) -> None:
-        if self.backbone is not None and str(self.backbone).lower() == NO_BACKBONE:
-            object.__setattr__(self, "backbone", None)
-        super().__post_init__()
+        if self.encoder is not None and str(self.encoder).lower() == NO_ENCODER:
+            object.__setattr__(self, "encoder", None)
+        super().__post_init__()  # checks the encoder spec: unknown names and missing files fail before any training
         if self.hidden < 1:
             raise ValueError(f"hidden must be >= 1, got {self.hidden}")
         self.convergence()  # checks tol and window
-        if self.backbone is not None:
-            if self.linear:
-                raise ValueError("-o backbone=SPEC and -o encoder=SPEC both give the image trunk: set one of them")
-            check_encoder_spec(self.backbone)  # unknown names and missing files fail before any training
+        if self.trunk_spec is not None:
             if self.head_lr_multiplier is not None:
                 raise ValueError("the fact model's new layers take the 4th of -o lr_multipliers (shared,S,P/O,new)")
         elif self.finetune != "frozen" or self.frozen_groups or self.lr_multipliers or self.branch_from:
             raise ValueError(
                 "-o finetune, frozen_groups, lr_multipliers and branch_from set how the pretrained trunk trains: "
-                "give -o backbone=SPEC (backbone=none is the small CNN trained from scratch)"
+                "give -o encoder=SPEC (encoder=none is the small CNN trained from scratch)"
             )
         if self.joint and (self.penalty != "none" or self.init != "previous" or self.train_on != "bucket"):
             raise ValueError("joint trains from scratch on every item seen so far: leave penalty, init, train_on")
 
     @property
+    def trunk_spec(self) -> str | None:
+        """The pretrained trunk's encoder spec; None for the small CNN (encoder=none) or given features."""
+        return None if self.encoder is None or self.encoder == FEATURES else self.encoder
+
+    @property
+    def linear(self) -> bool:
+        """True when the datasets already hold features (encoder=features): a linear fact head on them."""
+        return self.encoder == FEATURES
+
+    @property
     def trunk_frozen(self) -> bool:
-        return self.backbone is not None and self.finetune == "frozen"
+        return self.trunk_spec is not None and self.finetune == "frozen"
 
     def convergence(self) -> Convergence | None:
         return Convergence(self.converge_tol, self.converge_window) if self.converge else None
@@ -183,7 +194,7 @@ class FactLearner(ContinualLearner):
         super().__init__(config, **options)
         self._trunks: dict[int | None, Encoder] = {}
         cfg = self.config
-        if cfg.backbone is not None and not cfg.trunk_frozen:
+        if cfg.trunk_spec is not None and not cfg.trunk_frozen:
             self.layout()  # unknown stage names and impossible layouts fail before any training
         if cfg.lr_multipliers is not None:
             self.multipliers()
@@ -192,10 +203,10 @@ class FactLearner(ContinualLearner):
         return {**super().__getstate__(), "_trunks": {}}  # reloads from its spec
 
     def trunk(self, resolution: int | None) -> Encoder:
-        """The `backbone` encoder on the CPU, frozen, at `resolution` without a centre crop (fact images keep their
+        """The `encoder` (the trunk) on the CPU, frozen, at `resolution` without a centre crop (fact images keep their
         whole composition); loaded once per learner object and side."""
         if resolution not in self._trunks:
-            encoder = load_encoder(self.config.backbone, resolution=resolution).to("cpu")
+            encoder = load_encoder(self.config.trunk_spec, resolution=resolution).to("cpu")
             p = encoder.preprocessing
             encoder.preprocessing = type(p)(p.resolution, 1.0, p.mean, p.std)
             self._trunks[resolution] = encoder
@@ -263,7 +274,7 @@ class FactLearner(ContinualLearner):
             return current_accelerator().place(initialise(FactHead(int(input_shape[0]), dim, cfg.hidden), seed))
         if cfg.trunk_frozen:
             return current_accelerator().place(initialise(BranchHeads(int(input_shape[0]), dim, cfg.hidden), seed))
-        if cfg.backbone is not None:
+        if cfg.trunk_spec is not None:
             layout, trunk = self.layout(), self.trunk(resolution)
             if layout is None:
                 head = initialise(BranchHeads(trunk.feature_dim, dim, cfg.hidden), derive_seed(seed, 0))
@@ -287,12 +298,12 @@ class FactLearner(ContinualLearner):
 
     def _param_groups(self, model: nn.Module) -> list[dict] | None:
         cfg = self.config
-        if cfg.backbone is None:
+        if cfg.trunk_spec is None:
             return None  # the small CNN: every parameter at lr
         return branch_param_groups(model, cfg.lr, cfg.weight_decay, self.multipliers(), AUTHORS_BIAS_MULTIPLIER)
 
     def _max_lr(self) -> float:
-        if self.config.backbone is None or self.config.linear:
+        if self.config.trunk_spec is None:
             return super()._max_lr()
         return self.config.lr * max(self.multipliers()) * AUTHORS_BIAS_MULTIPLIER
 
@@ -402,7 +413,7 @@ class FactLearner(ContinualLearner):
             encode = self._encoder_forward_flops(trunk, data.image_shape)
             items = np.zeros((1, trunk.feature_dim), np.float32)
         elif cfg.linear:
-            dim = data.image_shape[0] if cfg.encoder == FEATURES else self.encoder().feature_dim
+            dim = data.image_shape[0]  # the given features (encoder=features)
             items = np.zeros((1, dim), np.float32)
         model, resolution = self._scoring_model(task, items, state)
         x = model_inputs(items, channels=int(getattr(model, "in_channels", 3)), resolution=resolution)

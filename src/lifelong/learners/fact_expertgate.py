@@ -6,11 +6,11 @@ training data) and fine-tunes on the task with the fact learners' recipe (FactLe
 image goes to the expert whose gate reconstructs it best, which scores it against every fact of the stream.
 
 Gate features: the paper feeds the gates conv features of an ImageNet-pretrained AlexNet. Here they are the
-pretrained trunk's features (`backbone`, the fact model's default: efficientnet-lite0; with a frozen trunk the very
-features the experts train on), or a `gate_encoder`'s (an encoder spec); only without a pretrained trunk
-(`-o backbone=none`) the images centre-resized to `gate_resolution` pixels and flattened. Each gate standardises
-them with its own task's mean and standard deviation and squashes them with a sigmoid (inputs in (0, 1), as in the
-paper).
+pretrained trunk's features (`encoder`, the fact model's default: efficientnet-lite0; with a frozen trunk the very
+features the experts train on), or a `gate_encoder`'s (a second encoder spec, for the gates only, while the experts
+train the trunk); only without a pretrained trunk (`-o encoder=none`) the images centre-resized to
+`gate_resolution` pixels and flattened. Each gate standardises them with its own task's mean and standard
+deviation and squashes them with a sigmoid (inputs in (0, 1), as in the paper).
 """
 
 from __future__ import annotations
@@ -42,7 +42,8 @@ STD_FLOOR = 1e-3  # a feature (nearly) constant over a task's images still stand
 class FactExpertGateConfig(FactConfig):
     """Fact options (see FactConfig) for each expert, plus the gates': `gate_hidden` code width (the paper: 100),
     `gate_epochs`, `gate_lr` (Adam), `gate_batch_size`, `gate_resolution` (side of the downsampled images),
-    `gate_encoder` (None: downsampled pixels; else an encoder spec for the gates' features, CNN regime only)."""
+    `gate_encoder` (None: the trunk's features, or downsampled pixels without one, else an encoder spec for the
+    gates' features only, a second encoder beside the experts' trunk, with encoder=none or a fine-tuned trunk)."""
 
     gate_hidden: int = 100
     gate_epochs: int = 40
@@ -67,8 +68,8 @@ class FactExpertGateConfig(FactConfig):
         if self.gate_encoder is not None:
             if self.linear or self.trunk_frozen:
                 raise ValueError(
-                    "gate_encoder needs images, but with a frozen trunk (or -o encoder=) the experts and gates see its "
-                    "features: leave gate_encoder out, or give -o finetune=partial|full or -o backbone=none"
+                    "gate_encoder needs images, but with a frozen trunk (or -o encoder=features) the experts and "
+                    "gates see features: leave gate_encoder out, or give -o finetune=partial|full or -o encoder=none"
                 )
             encoders.check_encoder_spec(self.gate_encoder)
 
@@ -178,12 +179,12 @@ class FactExpertGateLearner(FactLearner):
 
     def gate_features(self, items: np.ndarray, resolution: int | None = None) -> tuple[np.ndarray, float]:
         """(the gates' input features of the model's `items` [N, D], FLOPs spent encoding them): the trunk's features
-        (what a frozen trunk already gives, else the pretrained `backbone` at `resolution`), a `gate_encoder`'s, or
-        without a pretrained trunk the downsampled pixels."""
+        (what a frozen trunk already gives, else the pretrained trunk, `encoder`, at `resolution`), a
+        `gate_encoder`'s, or without a pretrained trunk the downsampled pixels."""
         cfg = self.config
         if cfg.linear or cfg.trunk_frozen:
             return np.asarray(items, dtype=np.float32), 0.0
-        if cfg.gate_encoder is not None or cfg.backbone is not None:
+        if cfg.gate_encoder is not None or cfg.trunk_spec is not None:
             encoder = self._gate_encoder() if cfg.gate_encoder is not None else self.trunk(resolution)
             flops = self._encoder_forward_flops(encoder, items.shape[1:]) * len(items) if cfg.count_encoder_flops else 0
             return self._encode(encoder, items), float(flops)

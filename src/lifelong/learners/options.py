@@ -6,6 +6,8 @@ import dataclasses
 import json
 import types
 import typing
+import warnings
+from collections.abc import Mapping
 from typing import Any
 
 from lifelong.core.suggest import did_you_mean
@@ -44,15 +46,56 @@ def option_example(value: Any) -> str:
     return _example(value)
 
 
+class RenamedOptionWarning(FutureWarning):
+    """An option given by its former name (a config's `option_aliases`): it still works, under its new name."""
+
+
+_NOTED: set[str] = set()  # the renamed-option notes given in this process: each once, however many learners are built
+
+
+def option_aliases(config_class: type | None) -> dict[str, str]:
+    """{former name: name} of `config_class`'s renamed options (its `option_aliases` class attribute; {} if none)."""
+    return dict(getattr(config_class, "option_aliases", None) or {})
+
+
+def rename_options(config_class: type | None, options: Mapping[str, Any], *, note: bool = False) -> dict[str, Any]:
+    """`options` with every former name (see `option_aliases`) replaced by its new name, in place; a ValueError if
+    both names are given. `note`: warn (RenamedOptionWarning) for each former name used, once per process."""
+    renamed = dict(options)
+    for old, new in option_aliases(config_class).items():
+        if old not in renamed:
+            continue
+        if new in renamed:
+            raise ValueError(f"-o {old} is the former name of -o {new}: give -o {new} only")
+        renamed = {new if key == old else key: value for key, value in renamed.items()}
+        text = f"-o {old} is now -o {new} (the former name still works)"
+        if note and text not in _NOTED:
+            _NOTED.add(text)
+            warnings.warn(text, RenamedOptionWarning, 3)
+    return renamed
+
+
+def same_run_options(config_class: type | None, options: Mapping[str, Any]) -> dict[str, Any]:
+    """`options` as run ids spell them: a renamed option under its former name, so that a run given either name
+    has one id and one folder, the folder of the runs made before the rename (a ValueError if both are given)."""
+    aliases = option_aliases(config_class)
+    if not aliases:
+        return dict(options)
+    former = {new: old for old, new in aliases.items()}
+    return {former.get(key, key): value for key, value in rename_options(config_class, options).items()}
+
+
 def configure(config_class: type, config: Any | None, options: dict, who: str) -> Any:
     """`config` (default: `config_class()`) with `options` applied; unknown options and mistyped values raise.
 
     Each value must match its field's annotation (an int field takes no 1.5 and no "abc"; a float field takes
-    ints too); errors name the option, the value given and what it takes.
+    ints too); errors name the option, the value given and what it takes. A renamed option's former name (the
+    class's `option_aliases`) still works, with a RenamedOptionWarning.
     """
     config = config or config_class()
     if not isinstance(config, config_class):
         raise TypeError(f"{who} needs a {config_class.__name__}, got {type(config).__name__}")
+    options = rename_options(config_class, options, note=True)
     fields = {f.name: f for f in dataclasses.fields(config_class)}
     unknown = sorted(set(options) - set(fields))
     if unknown:

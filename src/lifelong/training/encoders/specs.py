@@ -1,4 +1,4 @@
-"""One parser for every encoder spec a command or learner takes (`--encoder`, `-o encoder=`, `-o backbone=`):
+"""One parser for every encoder spec a command or learner takes (`--encoder`, `-o encoder=`, `-o gate_encoder=`):
 
 - a registered name (`efficientnet-lite0`; entry point group `lifelong.encoders`, built-ins and third parties alike),
 - a file: the toolkit's checkpoints (`lifelong pretrain`, `pretrain-ssl`, `cog pretrain`) or a TorchScript file,
