@@ -115,6 +115,11 @@ class ByteBudget:
     def remaining(self) -> int:
         return self.limit - self.used
 
+    def check_declared(self, size: int | None, item: str) -> None:
+        """Refuse, before a byte is written, an item whose declared size alone is more than the budget has left."""
+        if size is not None and size > self.remaining():
+            self.charge(size, f"{item}, which declares {format_size(size)},")  # raises
+
     @classmethod
     def unlimited(cls, dataset: str = "this dataset") -> ByteBudget:
         """A budget that never ends (for files the user made: tests, local conversions of trusted data)."""

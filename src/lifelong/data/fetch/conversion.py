@@ -40,12 +40,9 @@ class Conversion:
     names: dict[str, Path] = field(default_factory=dict)  # unpacked files by name, for path_search (built once)
     budget: ByteBudget | None = None  # what unpacking may write (None: no limit, for trusted local files)
 
-    @property
-    def unpack_budget(self) -> ByteBudget:
-        """The budget every byte unpacked for this conversion is charged to (one object for all its archives)."""
-        if self.budget is None:
+    def __post_init__(self) -> None:
+        if self.budget is None:  # no limit: trusted local files (a fetch always gives its dataset's budget)
             object.__setattr__(self, "budget", ByteBudget.unlimited(self.dataset))
-        return self.budget  # type: ignore[return-value]
 
     def unpacked(self) -> Path:
         """Every artefact unpacked (archives) or copied (single files) into work/unpacked, once, charged to the budget;
@@ -56,7 +53,7 @@ class Conversion:
             staging = self.work / "unpacking"
             shutil.rmtree(staging, ignore_errors=True)
             staging.mkdir(parents=True)
-            budget = self.unpack_budget
+            budget = self.budget
             links = Links(staging) if self.options.get("links") else None
             skipped = self.skipped if self.options.get("skip_bad_members") else None
             for name, path in self.artefacts.items():

@@ -194,9 +194,9 @@ def _stream_member(job: Conversion, archive: Any, member: Any, target: Path, ite
     from lifelong.data.fetch.members import chunks, write_fresh
 
     target.parent.mkdir(parents=True, exist_ok=True)
-    if member.size > job.unpack_budget.remaining():  # it declares more than is left: refused before a byte
-        job.unpack_budget.charge(member.size, item)
-    write_fresh(target, chunks(archive.extractfile(member)), job.unpack_budget, item)
+    assert job.budget is not None  # Conversion always has one
+    job.budget.check_declared(member.size, item)
+    write_fresh(target, chunks(archive.extractfile(member)), job.budget, item)
 
 
 def convert_imagenet(job: Conversion) -> None:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from lifelong.data.fetch.budgets import ByteBudget, format_size
+from lifelong.data.fetch.budgets import ByteBudget
 from lifelong.data.fetch.containment import UnsafePathError, inside, relative_parts
 
 CHUNK = 1 << 20  # bytes read, charged and written at a time
@@ -240,8 +240,7 @@ class Gate:
                 )
             self.links.add(Link(at, kind, link, self.base, item))
             return None
-        if size is not None and size > self.budget.remaining():
-            self.budget.charge(size, f"{item}, which declares {format_size(size)},")  # raises: refused unwritten
+        self.budget.check_declared(size, item)
         if self.links is not None:
             self.links.drop(at)
         return path
