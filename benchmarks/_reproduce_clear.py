@@ -18,47 +18,50 @@ and only the rows of QUICK_ROWS (the others are the same command with another le
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 import time
 from pathlib import Path
 
-from _reproduce_common import lifelong, row, run_group, summaries, this_machine
+from _reproduce_common import call, row, run_group, summaries, this_machine
+
+from lifelong.api import PretrainSslSpec, RunsSpec
 
 IID = ("in_domain", "next_domain", "acc", "bwt", "fwt")
 STREAMING = ("next_domain", "fwt")  # lifelong.metrics.accuracy_matrix.STREAMING_METRICS
 COLUMNS = ("in-domain", "next-domain", "Acc", "BwT", "FwT")
 ENCODER = Path("encoders") / "clear-mini-simclr.pt"  # in the work folder (where `clear` writes it), named relative
 REGIMES = {  # regime: (label, --out folder, learner options)
-    "CNN": ("CNN", "clear-cnn", []),
-    "SSL": ("linear, SSL", "clear-linear", ["-o", "encoder={encoder}"]),
-    "lite0": ("linear, EfficientNet-Lite0, ImageNet", "clear-real", ["-o", "encoder=efficientnet-lite0"]),
+    "CNN": ("CNN", "clear-cnn", {}),
+    "SSL": ("linear, SSL", "clear-linear", {"encoder": str(ENCODER)}),  # relative: the id does not name the work folder
+    "lite0": ("linear, EfficientNet-Lite0, ImageNet", "clear-real", {"encoder": "efficientnet-lite0"}),
 }
 # (learner, label override, regime, protocol, seeds, extra learner options), in the docs' order
 ROWS = [
-    ("finetune", None, "CNN", "iid", 5, []),
-    ("finetune", None, "CNN", "streaming", 5, []),
-    ("scratch", None, "CNN", "iid", 5, []),
-    ("er", None, "CNN", "iid", 3, []),
-    ("replay", None, "CNN", "iid", 3, []),
-    ("gdumb", None, "CNN", "iid", 3, []),
-    ("ewc", None, "CNN", "iid", 2, []),
-    ("si", None, "CNN", "iid", 2, []),
-    ("lwf", None, "CNN", "iid", 2, []),
-    ("finetune", None, "SSL", "iid", 5, []),
-    ("finetune", None, "SSL", "streaming", 5, []),
-    ("scratch", None, "SSL", "iid", 5, []),
-    ("er", None, "SSL", "iid", 5, []),
-    ("replay", None, "SSL", "iid", 5, []),
-    ("replay", "replay, biased alpha=2 (linear, SSL)", "SSL", "iid", 5, ["-o", "buffer=biased", "-o", "alpha=2"]),
-    ("gdumb", None, "SSL", "iid", 5, []),
-    ("ewc", None, "SSL", "iid", 5, []),
-    ("si", None, "SSL", "iid", 5, []),
-    ("lwf", None, "SSL", "iid", 5, []),
-    ("finetune", None, "lite0", "iid", 5, []),
+    ("finetune", None, "CNN", "iid", 5, {}),
+    ("finetune", None, "CNN", "streaming", 5, {}),
+    ("scratch", None, "CNN", "iid", 5, {}),
+    ("er", None, "CNN", "iid", 3, {}),
+    ("replay", None, "CNN", "iid", 3, {}),
+    ("gdumb", None, "CNN", "iid", 3, {}),
+    ("ewc", None, "CNN", "iid", 2, {}),
+    ("si", None, "CNN", "iid", 2, {}),
+    ("lwf", None, "CNN", "iid", 2, {}),
+    ("finetune", None, "SSL", "iid", 5, {}),
+    ("finetune", None, "SSL", "streaming", 5, {}),
+    ("scratch", None, "SSL", "iid", 5, {}),
+    ("er", None, "SSL", "iid", 5, {}),
+    ("replay", None, "SSL", "iid", 5, {}),
+    ("replay", "replay, biased alpha=2 (linear, SSL)", "SSL", "iid", 5, {"buffer": "biased", "alpha": 2}),
+    ("gdumb", None, "SSL", "iid", 5, {}),
+    ("ewc", None, "SSL", "iid", 5, {}),
+    ("si", None, "SSL", "iid", 5, {}),
+    ("lwf", None, "SSL", "iid", 5, {}),
+    ("finetune", None, "lite0", "iid", 5, {}),
 ]
-QUICK_STREAM = ["-s", "n_per_class=20", "-s", "num_buckets=4", "-s", "unlabeled_per_bucket=200"]  # reproduce.py's
+QUICK_STREAM = {"n_per_class": 20, "num_buckets": 4, "unlabeled_per_bucket": 200}  # reproduce.py's
 QUICK_ROWS = {("finetune", "CNN", "iid"), ("finetune", "CNN", "streaming"), ("finetune", "SSL", "iid")}
-QUICK_OPTIONS = {"CNN": ["-o", "epochs=1"], "SSL": ["-o", "linear_epochs=1"], "lite0": ["-o", "linear_epochs=1"]}
+QUICK_OPTIONS = {"CNN": {"epochs": 1}, "SSL": {"linear_epochs": 1}, "lite0": {"linear_epochs": 1}}
 
 
 def _cell(values: list[float]) -> str:
@@ -72,15 +75,15 @@ def _cell(values: list[float]) -> str:
 def clear_table(work: Path, quick: bool, rows: list = ROWS, name: str = "clear-table") -> list[dict]:
     """Run `rows`' commands in `work`, print their table and write it to WORK/<name>.md."""
     started = time.perf_counter()
-    stream = QUICK_STREAM if quick else []
+    stream = QUICK_STREAM if quick else {}
     encoder = work / ENCODER
     if quick and any((r[0], r[2], r[3]) in QUICK_ROWS for r in rows):
         chosen = [r for r in rows if (r[0], r[2], r[3]) in QUICK_ROWS]
         print(f"--quick: {len(rows) - len(chosen)} rows skipped (the same command with another learner or regime)")
         rows = chosen
     if any(r[2] == "SSL" for r in rows) and not encoder.exists():
-        lifelong("pretrain-ssl", "--out", str(ENCODER), *(["--epochs", "1"] if quick else []), *stream, "--resume",
-                 cwd=work)  # fmt: skip
+        spec = PretrainSslSpec(ENCODER, epochs=1 if quick else None, stream_options=stream, resume=True)
+        call(work, "pretrain_ssl", spec)
     lines = [
         "| learner | protocol | seeds | " + " | ".join(COLUMNS) + " |",
         "|---|---|---|" + "---|" * len(COLUMNS),
@@ -90,14 +93,12 @@ def clear_table(work: Path, quick: bool, rows: list = ROWS, name: str = "clear-t
     common = []
     for learner, label, regime, protocol, seeds, extra in rows:
         regime_label, out, options = REGIMES[regime]
-        options = [o.format(encoder=ENCODER) for o in options]  # relative: the id does not name the work folder
         label = label or f"{learner} ({regime_label})"
-        args = ["--stream", "clear-mini", "--protocol", protocol, "--learner", learner, "--seeds", "1" if quick else
-                str(seeds), "--out", out, *options, *extra]  # fmt: skip
-        if quick:
-            args += [*QUICK_OPTIONS[regime], *stream]
-        lifelong("run", *args, "--resume", cwd=work)
-        found = summaries(work / out, run_group(args) + "-seed")  # the run folders of exactly this command
+        options = {**options, **extra, **(QUICK_OPTIONS[regime] if quick else {})}
+        spec = RunsSpec("clear-mini", learner, seeds=1 if quick else seeds, out=out, learner_options=options,
+                        stream_options=stream, protocol=protocol)  # fmt: skip
+        call(work, "run", dataclasses.replace(spec, resume=True))
+        found = summaries(work / out, run_group(spec) + "-seed")  # the run folders of exactly this command
         infos = [info for _, info in found]
         metrics = IID if protocol == "iid" else STREAMING
         values = {m: [s["clear_metrics"][m] for s, _ in found] for m in metrics}

@@ -1,47 +1,61 @@
-"""reproduce.py sections for docs/cog.md (ImageNet-CoG on WordNet and on cog-mini).
+"""reproduce.py sections for docs/cog.md (ImageNet-CoG on WordNet and on cog-mini), through lifelong.api.
 
-cog-levels: `lifelong cog levels --out levels.csv` (WordNet 3.0, no image counts): the concepts left after each
-       filter and the eligible count under every (seen rule, leaf rule) variant (about 20 s).
+cog-levels: `api.cog_levels` (`lifelong cog levels --out levels.csv`; WordNet 3.0, no image counts): the concepts left
+       after each filter and the eligible count under every (seen rule, leaf rule) variant (about 20 s).
 cog: cog-mini with Twemoji held out, 5 seeds, reference probe, the seen level as 2 draws: the encoders of
-       docs/cog.md (`lifelong cog pretrain ...`, then `lifelong cog run ... --out runs/NAME`), then three tables:
-       top-1 per encoder and level with the interval over concepts, each level minus the encoder trained on all
-       concepts, and the supervised encoder per held-out style. Hours from nothing on 2 cores (EfficientNet-Lite0's
-       features alone about 70 minutes); the features go to the data root ($LIFELONG_DATA), the runs to --work.
+       docs/cog.md (`api.cog_pretrain`, then `api.cog_run` into runs/NAME), then three tables: top-1 per encoder and
+       level with the interval over concepts, each level minus the encoder trained on all concepts, and the
+       supervised encoder per held-out style. Hours from nothing on 2 cores (EfficientNet-Lite0's features alone
+       about 70 minutes); the features go to the data root ($LIFELONG_DATA), the runs to --work.
        --quick: one seed, one epoch, levels seen and L1, the fast probe, Twemoji only, no SimCLR or Lite0.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
-from _reproduce_common import lifelong, row, this_machine
+from _reproduce_common import row, this_machine
+
+from lifelong.api import CogLevelsSpec, CogPretrainSpec, CogRunSpec
 
 LEVELS = ("seen", "L1", "L2", "L3", "L4", "L5")
 STYLES = ("noto", "twemoji", "openmoji")
-RUN_OPTIONS = ["--seen-draws", "2", "--resume"]
+RUN_OPTIONS = {"seen_draws": 2, "resume": True}
+
+
+def _echo(name: str, spec: Any) -> None:
+    """One line: the API call and the spec's fields that differ from their defaults (the command it stands for)."""
+    given = [
+        f"{f.name}={str(value)!r}" if isinstance(value, Path) else f"{f.name}={value!r}"
+        for f in dataclasses.fields(spec)
+        if (value := getattr(spec, f.name)) != f.default
+    ]
+    print(f"$ api.{name}({type(spec).__name__}({', '.join(given)}))", flush=True)
 
 
 def cog_levels(work: Path, quick: bool) -> list[dict]:
-    """`lifelong cog levels` from WordNet (the same command with --quick: it takes seconds)."""
+    """`lifelong cog levels` from WordNet, through lifelong.api (the same with --quick: it takes seconds)."""
+    from lifelong.api import cog_levels as build
+    from lifelong.commands.cog_levels_console import print_levels
+
     work.mkdir(parents=True, exist_ok=True)
+    spec = CogLevelsSpec(out=work / "levels.csv", overwrite=True)
+    _echo("cog_levels", spec)
     started = time.perf_counter()
-    text = lifelong("cog", "levels", "--out", "levels.csv", "--overwrite", cwd=work, capture=True)
+    result = build(spec)
     seconds = time.perf_counter() - started
-    cells = [[c.strip() for c in line.split("│")[1:-1]] for line in text.splitlines() if line.count("│") >= 4]
-    steps = [
-        c for c in cells if len(c) == 5 and c[0].isdigit() and c[3].isdigit()
-    ]  # the filter chain (step, name, ..., left, removed)
-    variants = [c for c in cells if len(c) == 5 and c[0] in ("ancestor", "parent")]
-    if len(variants) != 6 or not steps:
-        raise SystemExit(f"cog-levels: could not read the filter and variant tables from `cog levels`:\n{text}")
+    print_levels(result)
     lines = ["| seen rule | leaf rule | after seen-ancestors | eligible |", "|---|---|---|---|"]
-    for seen_rule, leaf_rule, after, eligible, chosen in variants:
-        leaf = f"{leaf_rule} (default)" if chosen == "chosen" else leaf_rule
-        lines.append(f"| {seen_rule} | {leaf} | {int(after):,} | {int(eligible):,} |")
-    chain = " -> ".join(f"{int(left):,} {name}" for _, name, _, left, _ in steps)
+    for variant in result.variants:
+        leaf = f"{variant.leaf_rule} (default)" if variant.chosen else variant.leaf_rule
+        after = "-" if variant.after_seen_ancestors is None else f"{variant.after_seen_ancestors:,}"
+        lines.append(f"| {variant.seen_rule} | {leaf} | {after} | {variant.eligible:,} |")
+    chain = " -> ".join(f"{step.left:,} {step.name}" for step in result.levels.steps)
     out = "\n".join(lines) + (
         f"\n\nconcepts left after each filter: {chain}\n"
         f"`lifelong cog levels --out levels.csv`: {seconds:.0f} s on {this_machine()}\n"
@@ -51,34 +65,42 @@ def cog_levels(work: Path, quick: bool) -> list[dict]:
     return []
 
 
-def _encoders(quick: bool) -> list[tuple[str, str, list[str], list[str]]]:
-    """(label, runs folder, `cog pretrain` arguments or [], `cog run` arguments) per encoder, table order."""
-    epochs = ["--epochs", "1"] if quick else []
+def _encoders(work: Path, quick: bool) -> list[tuple[str, str, list[CogPretrainSpec], CogRunSpec]]:
+    """(label, runs folder, the encoders to pretrain, the `cog run` spec) per encoder, table order."""
+    epochs = {"epochs": 1} if quick else {}
     styles = ("twemoji",) if quick else STYLES
-    sup = [["--kind", "supervised", "--test-style", s, "--out", f"enc/sup-{s}.pt", *epochs] for s in styles]
+    enc = work / "enc"
+    seeds = {"seeds": 1, "levels": "seen,1", "probe": "fast"} if quick else {"seeds": 5}
+
+    def run(name: str, encoder: str | Path, **options: Any) -> CogRunSpec:
+        return CogRunSpec(encoder=str(encoder), out=work / "runs" / name, **options, **seeds, **RUN_OPTIONS)
+
+    def pretrain(kind: str, out: Path, **options: Any) -> CogPretrainSpec:
+        return CogPretrainSpec(kind=kind, out=out, resume=True, **options)
+
+    sup = [pretrain("supervised", enc / f"sup-{s}.pt", test_style=s, **epochs) for s in styles]
     encoders = [
-        ("EfficientNet-Lite0 (ImageNet-1K, frozen, 224 px)", "lite0", [], ["--encoder", "efficientnet-lite0"]),
-        ("supervised ResNet-mini (30 epochs)", "sup", sup, ["--encoder", "enc/sup-{style}.pt", "--test-style", "all"]),
+        ("EfficientNet-Lite0 (ImageNet-1K, frozen, 224 px)", "lite0", [], run("lite0", "efficientnet-lite0")),
+        ("supervised ResNet-mini (30 epochs)", "sup", sup, run("sup", enc / "sup-{style}.pt", test_style="all")),
         (
             "SimCLR ResNet-mini (30 epochs)",
             "simclr",
-            [["--kind", "simclr", "--test-style", "twemoji", "--out", "enc/simclr-twemoji.pt", *epochs]],
-            ["--encoder", "enc/simclr-twemoji.pt"],
+            [pretrain("simclr", enc / "simclr-twemoji.pt", test_style="twemoji", **epochs)],
+            run("simclr", enc / "simclr-twemoji.pt"),
         ),
-        ("random init (control)", "random", [["--kind", "random", "--out", "enc/random.pt"]],
-         ["--encoder", "enc/random.pt"]),
+        ("random init (control)", "random", [pretrain("random", enc / "random.pt")], run("random", enc / "random.pt")),
         (
             "supervised on all concepts (control)",
             "all",
-            [["--kind", "supervised", "--concepts", "all", "--test-style", "twemoji", "--out", "enc/all-twemoji.pt",
-              *epochs]],
-            ["--encoder", "enc/all-twemoji.pt"],
+            [pretrain("supervised", enc / "all-twemoji.pt", concepts="all", test_style="twemoji", **epochs)],
+            run("all", enc / "all-twemoji.pt"),
         ),
-    ]  # fmt: skip
+    ]
     if quick:
-        print("--quick: EfficientNet-Lite0 and SimCLR skipped (the same commands with another encoder); Twemoji only")
+        print("--quick: EfficientNet-Lite0 and SimCLR skipped (the same calls with another encoder); Twemoji only")
         encoders = [e for e in encoders if e[1] not in ("lite0", "simclr")]
-        encoders[0][3][-1] = "twemoji"  # the supervised encoder on the Twemoji fold only
+        label, name, pretrains, spec = encoders[0]
+        encoders[0] = (label, name, pretrains, dataclasses.replace(spec, test_style="twemoji"))  # its Twemoji fold
     return encoders
 
 
@@ -146,13 +168,17 @@ def _lin_within_levels() -> str:
 
 def cog(work: Path, quick: bool) -> list[dict]:
     """cog-mini: pretrain the encoders, probe them level by level, print docs/cog.md's three tables."""
+    from lifelong.api import cog_pretrain, cog_run
+    from lifelong.commands.cog_console import print_pretrain_result, print_run_result
+
     work.mkdir(parents=True, exist_ok=True)
-    seeds = ["--seeds", "1", "--levels", "seen,1", "--probe", "fast"] if quick else ["--seeds", "5"]
-    encoders = _encoders(quick)
-    for _, name, pretrains, run_args in encoders:
-        for args in pretrains:
-            lifelong("cog", "pretrain", *args, "--resume", cwd=work)
-        lifelong("cog", "run", *run_args, *seeds, *RUN_OPTIONS, "--out", f"runs/{name}", cwd=work)
+    encoders = _encoders(work, quick)
+    for _, _, pretrains, run_spec in encoders:
+        for spec in pretrains:
+            _echo("cog_pretrain", spec)
+            print_pretrain_result(cog_pretrain(spec, progress=True))
+        _echo("cog_run", run_spec)
+        print_run_result(cog_run(run_spec, progress=True))
     levels = LEVELS[:2] if quick else LEVELS
     header = "| encoder | " + " | ".join(levels) + " |\n|---|" + "---|" * len(levels)
     stats, rows, infos_of = {}, [], {}

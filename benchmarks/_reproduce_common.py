@@ -1,4 +1,5 @@
-"""Shared by reproduce.py and its section modules: run a `lifelong` command, read finished runs, make table rows.
+"""Shared by reproduce.py and its section modules: run a `lifelong` workflow through lifelong.api (`call`),
+read finished runs, make table rows.
 
 A section is a function `section(work: Path, quick: bool) -> list[dict]`: it runs its commands in `work` (with
 `--resume`, so finished runs are kept and a second call only prints), prints any table of its own in the layout the
@@ -8,26 +9,18 @@ small size (a smoke test, not the figures).
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import json
 import os
 import platform
 import re
 import statistics
-import subprocess
-import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-LIFELONG = [sys.executable, "-m", "lifelong.cli"]
-
-
-def lifelong(*args: str, cwd: Path, capture: bool = False) -> str:
-    """Run `lifelong ARGS` in `cwd` (echoing the command); fail on a non-zero exit. Returns stdout if `capture`."""
-    print("$ lifelong " + " ".join(args), flush=True)
-    done = subprocess.run([*LIFELONG, *args], cwd=cwd, check=True, text=True, capture_output=capture)
-    if capture:
-        print(done.stdout, end="", flush=True)
-        return done.stdout
-    return ""
+if TYPE_CHECKING:
+    from lifelong.api import RunsSpec
 
 
 def summaries(out: Path, prefix: str) -> list[tuple[dict, dict]]:
@@ -41,27 +34,40 @@ def summaries(out: Path, prefix: str) -> list[tuple[dict, dict]]:
     return found
 
 
-def run_group(args: list[str]) -> str:
-    """The id, without "-seed<N>", that `lifelong run ARGS` gives its runs: its options parsed as the CLI parses them
-    (lifelong.cli.parse_options, --protocol as a stream option), then RunSpec.run_id. Finds one command's runs among
-    others in the same --out folder."""
-    from lifelong.cli import parse_options
-    from lifelong.commands.runner import RunSpec
+def run_group(spec: RunsSpec) -> str:
+    """The id, without "-seed<N>", that `api.run(spec)` gives its runs: finds one command's runs among others in the
+    same out folder."""
     from lifelong.results.ids import group_id
 
-    def given(flag: str) -> list[str]:
-        return [value for name, value in zip(args, args[1:], strict=False) if name == flag]
+    return group_id(spec.run_specs()[0].run_id)
 
-    stream_options = parse_options(given("-s"))
-    if given("--protocol"):
-        stream_options["protocol"] = given("--protocol")[-1]
-    spec = RunSpec(
-        stream=(given("--stream") or ["mini"])[-1],
-        learner=(given("--learner") or ["independent"])[-1],
-        stream_options=stream_options,
-        learner_options=parse_options(given("-o")),
-    )
-    return group_id(spec.run_id)
+
+def call(work: Path, name: str, spec: Any) -> Any:
+    """`lifelong.api.<name>(spec)` (run, pretrain or pretrain_ssl) in `work`, as the section's command ran there (the
+    spec's relative paths are the work folder's); echoes the call, then prints what the command prints."""
+    from lifelong import api
+    from lifelong.commands.run_console import print_runs
+    from lifelong.commands.training_console import print_summary
+
+    given = [f"{f.name}={_value(getattr(spec, f.name))}" for f in dataclasses.fields(spec) if _given(spec, f)]
+    print(f"$ api.{name}({type(spec).__name__}({', '.join(given)}))", flush=True)
+    with contextlib.chdir(work):
+        result = getattr(api, name)(spec, progress=True)
+        if name == "run":
+            print_runs(result, spec.out)
+        else:
+            print_summary(result.summary)
+    return result
+
+
+def _given(spec: Any, field: dataclasses.Field) -> bool:
+    """Whether `field` of `spec` differs from its default (the echo names only those)."""
+    default = field.default_factory() if field.default_factory is not dataclasses.MISSING else field.default
+    return getattr(spec, field.name) != default
+
+
+def _value(value: Any) -> str:
+    return repr(str(value)) if isinstance(value, Path) else repr(value)
 
 
 def row(experiment: str, metric: str, values: list[float], infos: list[dict]) -> dict:

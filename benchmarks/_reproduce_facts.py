@@ -17,13 +17,16 @@ Both print the machine: the runs' recorded provenance (facts) or this one (facts
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import re
 import statistics
 from collections import Counter
 from pathlib import Path
 
-from _reproduce_common import lifelong, row, run_group, summaries, this_machine
+from _reproduce_common import call, row, run_group, summaries, this_machine
+
+from lifelong.api import FactsSplitSpec, RunsSpec
 
 TASKS = 4
 LEARNERS = ("fact-finetune", "fact-ewc", "fact-si", "fact-mas", "fact-imm", "fact-expertgate", "fact-joint")
@@ -53,8 +56,7 @@ COLUMNS = (  # (header, summary.json key), in docs/facts.md's order
 )
 HEADLINE = "fact_generalized_mean_over_examples"
 COLLAPSE = ("fact-finetune", "fact-si", "fact-mas")  # the paper's "collapse to the last task" on the semantic split
-QUICK_STREAM = ["-s", "n_sp=8", "-s", "n_spo=8", "-s", "n_images=400", "-s", "test_per_fact=4", "-s", "min_per_fact=4",
-                "-s", "size=32"]  # fmt: skip
+QUICK_STREAM = {"n_sp": 8, "n_spo": 8, "n_images": 400, "test_per_fact": 4, "min_per_fact": 4, "size": 32}
 QUICK_LEARNERS = ("fact-finetune",)
 VARIANT = re.compile(r"^(eq2|padded)\s+(\w+)\s+([\d/]+)\s+([\d/]+)\s+([\d.]+)\s*(.*)$")
 BALANCE = re.compile(r"^\s*(\d+)\s+(\d+)\s+(\d+)\s+[\d.]+%\s+[\d.]+%\s*$")
@@ -91,18 +93,30 @@ def _mark(facts: list[int], chosen: bool) -> str:
     return f"a task of {smallest} {unit}" if facts.count(smallest) == 1 else f"tasks of {smallest} {unit}"
 
 
+def split_printed(spec: FactsSplitSpec) -> str:
+    """`lifelong facts split` through lifelong.api: echoes the call, prints what the command prints and returns it."""
+    from rich.console import Console
+
+    from lifelong.api import facts_split
+    from lifelong.commands.facts_console import print_facts_split
+
+    print(f"$ api.facts_split({spec})", flush=True)
+    console = Console(record=True)
+    print_facts_split(facts_split(spec), console)
+    return console.export_text()
+
+
 def facts_split(work: Path, quick: bool) -> list[dict]:
     """The split-variant table of docs/facts.md and the random split's balance (quick: the same, it takes seconds)."""
     from lifelong.data.sources.facts_mini import shipped_vectors_path
 
     folder = work / "facts-split"
     facts_csv = write_facts_csv(folder / "facts-mini-facts.csv")
-    # --overwrite, not --resume: a finished split prints nothing under --resume, and the command takes seconds
-    split = ["facts", "split", str(facts_csv), "--tasks", str(TASKS)]
-    vectors = ["--vectors", str(shipped_vectors_path())]
-    semantic = lifelong(*split, *vectors, "--out", str(folder / "semantic.csv"), "--overwrite", cwd=work, capture=True)
-    random = lifelong(*split, "--method", "random", "--seed", "0", "--out", str(folder / "random.csv"), "--overwrite",
-                      cwd=work, capture=True)  # fmt: skip
+    # overwrite, not resume: a finished split prints nothing under resume, and the split takes seconds
+    semantic = split_printed(FactsSplitSpec(facts_csv, folder / "semantic.csv", TASKS, vectors=shipped_vectors_path(),
+                                            overwrite=True))  # fmt: skip
+    random = split_printed(FactsSplitSpec(facts_csv, folder / "random.csv", TASKS, method="random", seed=0,
+                                          overwrite=True))  # fmt: skip
     lines = [
         "| distance | linkage | facts per task | training images per task | image deviation | |",
         "|---|---|---|---|---|---|",
@@ -267,7 +281,7 @@ def costs(runs: dict, out: Path) -> list[str]:
 
 def facts(work: Path, quick: bool) -> list[dict]:
     """docs/facts.md's "What to expect on facts-mini": 7 learners x 2 splits x 5 seeds (quick: a tiny smoke test)."""
-    seeds, stream, options = ("1", QUICK_STREAM, ["-o", "epochs=1"]) if quick else ("5", [], [])
+    seeds, stream, options = (1, QUICK_STREAM, {"epochs": 1}) if quick else (5, {}, {})
     learners = LEARNERS
     if quick:
         skipped = [learner for learner in LEARNERS if learner not in QUICK_LEARNERS]
@@ -277,11 +291,11 @@ def facts(work: Path, quick: bool) -> list[dict]:
     runs, rows = {}, []
     for learner in learners:
         for split in SPLITS:
-            command = ["run", "--stream", "facts-mini", "-s", f"split={split}", *stream, "--learner", learner]
-            own_data = ["--data-root", str(work / "data")] if quick else []  # the tiny render stays in the work folder
-            lifelong(*command, "--seeds", seeds, "--out", "facts", *options, *own_data, "--resume", "--no-predictions",
-                     cwd=work)  # fmt: skip
-            found = summaries(out, run_group([*command, *options]) + "-seed")
+            spec = RunsSpec("facts-mini", learner, seeds=seeds, out="facts", learner_options=options,
+                            stream_options={"split": split, **stream}, save_predictions=False)  # fmt: skip
+            own_data = work / "data" if quick else None  # the tiny render stays in the work folder
+            call(work, "run", dataclasses.replace(spec, data_root=own_data, resume=True))
+            found = summaries(out, run_group(spec) + "-seed")
             if found:
                 runs[(learner, split)] = found
                 infos = [info for _, info in found]

@@ -13,24 +13,28 @@ nevis-full: Fashion-MNIST converted from Debian's files (`lifelong data fetch fa
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
+import sys
 from pathlib import Path
 
-from _reproduce_common import lifelong, row, run_group, summaries
+from _reproduce_common import call, row, run_group, summaries
 
-QUICK_NEVIS = ["-o", "epochs=1", "-o", "resolution=16"]
+from lifelong.api import PretrainSpec, RunsSpec
+
+QUICK_NEVIS = {"epochs": 1, "resolution": 16}
 QUICK_NEVIS_LEARNERS = ("pretrained",)  # the others run the same command without the checkpoint (10-30 s each)
 SUMMARY_METRICS = ("meta_test_mean_error", "mean_error", "cumulative_train_flops")
 FASHION_MNIST = Path("/usr/share/datasets/fashion-mnist")  # Debian's dataset-fashion-mnist
-LITE0 = ["-o", "encoder=efficientnet-lite0", "-o", "resolution=64"]
-QUICK_LITE0 = ["-o", "encoder=efficientnet-lite0", "-o", "resolution=32", "-o", "epochs=1"]
+LITE0 = {"encoder": "efficientnet-lite0", "resolution": 64}
+QUICK_LITE0 = {"encoder": "efficientnet-lite0", "resolution": 32, "epochs": 1}
 QUICK_LITE0_ROWS = ("Lite0", "frozen")  # the other rows: the same command with other options
 # (label, learner, options, seeds) of the Lite0 rows; the fine-tuned runs use the Independent recipe (lr 0.05).
 LITE0_ROWS = (  # (label, short label for the per-task table, learner, options, seeds)
-    ("`pretrained` on Lite0, fine-tuned whole", "Lite0", "pretrained", [], "3"),
-    ("`pretrained+finetune-knn` on Lite0", "Lite0 kNN", "pretrained+finetune-knn", [], "3"),
-    ("`pretrained` on Lite0, frozen (`-o finetune=frozen`)", "frozen", "pretrained", ["-o", "finetune=frozen"], "3"),
-    ("`pretrained` on Lite0, `-o lr=0.005` (seed 0 only)", "lr 0.005", "pretrained", ["-o", "lr=0.005"], "1"),
+    ("`pretrained` on Lite0, fine-tuned whole", "Lite0", "pretrained", {}, 3),
+    ("`pretrained+finetune-knn` on Lite0", "Lite0 kNN", "pretrained+finetune-knn", {}, 3),
+    ("`pretrained` on Lite0, frozen (`-o finetune=frozen`)", "frozen", "pretrained", {"finetune": "frozen"}, 3),
+    ("`pretrained` on Lite0, `-o lr=0.005` (seed 0 only)", "lr 0.005", "pretrained", {"lr": 0.005}, 1),
 )
 BASE_ROWS = (  # (label, short label, learner) of the nevis section's runs
     ("`independent`", "indep.", "independent"),
@@ -41,7 +45,7 @@ BASE_ROWS = (  # (label, short label, learner) of the nevis section's runs
 
 
 def default_run(work: Path, quick: bool) -> list[dict]:
-    lifelong("run", "--out", "default", *(QUICK_NEVIS if quick else []), "--resume", cwd=work)
+    call(work, "run", RunsSpec(out="default", learner_options=QUICK_NEVIS if quick else {}, resume=True))
     found = summaries(work / "default", "mini-independent-")
     infos = [info for _, info in found]
     return [row("mini independent (lifelong run)", m, [s[m] for s, _ in found], infos) for m in SUMMARY_METRICS]
@@ -51,19 +55,20 @@ def pretrained_checkpoint(work: Path, quick: bool) -> Path:
     """The toolkit checkpoint the `pretrained` nevis-mini row starts from (pretrained once, then reused)."""
     checkpoint = work / "pretrained" / "chars.pt"
     if not checkpoint.exists():
-        size = ["-o", "n_per_class=10", "--epochs", "1"] if quick else ["-o", "n_per_class=80", "--epochs", "10"]
-        lifelong("pretrain", "builtin:chars", "--out", str(checkpoint), *size, "--seed", "0", cwd=work)
+        n_per_class, epochs = (10, 1) if quick else (80, 10)
+        spec = PretrainSpec("builtin:chars", checkpoint, epochs=epochs, seed=0, options={"n_per_class": n_per_class})
+        call(work, "pretrain", spec)
     return checkpoint
 
 
 def nevis(work: Path, quick: bool) -> list[dict]:
-    seeds, epochs = ("1", QUICK_NEVIS) if quick else ("3", [])
+    seeds, epochs = (1, QUICK_NEVIS) if quick else (3, {})
     checkpoint = pretrained_checkpoint(work, quick)
     learners = {
-        "independent": [],
-        "finetune-prev": [],
-        "finetune-knn": [],
-        "pretrained": ["-o", f"checkpoint={checkpoint}"],
+        "independent": {},
+        "finetune-prev": {},
+        "finetune-knn": {},
+        "pretrained": {"checkpoint": str(checkpoint)},
     }
     if quick:
         skipped = [learner for learner in learners if learner not in QUICK_NEVIS_LEARNERS]
@@ -71,8 +76,8 @@ def nevis(work: Path, quick: bool) -> list[dict]:
         learners = {learner: learners[learner] for learner in QUICK_NEVIS_LEARNERS}
     rows = []
     for learner, options in learners.items():
-        lifelong("run", "--stream", "nevis-mini", "--learner", learner, "--seeds", seeds, "--out", "nevis",
-                 *options, *epochs, "--resume", cwd=work)  # fmt: skip
+        spec = RunsSpec("nevis-mini", learner, seeds=seeds, out="nevis", learner_options={**options, **epochs})
+        call(work, "run", dataclasses.replace(spec, resume=True))
         rows += nevis_rows(work / "nevis", f"nevis-mini-{learner}-", f"nevis-mini {learner}")
     return rows
 
@@ -95,10 +100,10 @@ def nevis_real(work: Path, quick: bool) -> list[dict]:
         lite0_rows = [r for r in LITE0_ROWS if r[1] in QUICK_LITE0_ROWS]
         print(f"--quick: Lite0 at 32 px, one epoch, rows {', '.join(QUICK_LITE0_ROWS)} only")
     for label, short, learner, extra, seeds in lite0_rows:
-        options = [*(QUICK_LITE0 if quick else LITE0), *extra]
-        args = ["--stream", "nevis-mini", "--learner", learner, "--seeds", "1" if quick else seeds, *options]
-        lifelong("run", *args, "--out", "nevis-real", "--resume", cwd=work)
-        prefix = run_group(args) + "-seed"
+        options = {**(QUICK_LITE0 if quick else LITE0), **extra}
+        spec = RunsSpec("nevis-mini", learner, seeds=1 if quick else seeds, out="nevis-real", learner_options=options)
+        call(work, "run", dataclasses.replace(spec, resume=True))
+        prefix = run_group(spec) + "-seed"
         rows += nevis_rows(work / "nevis-real", prefix, f"nevis-mini {label}")
         found = summaries(work / "nevis-real", prefix)
         table.append((label, short, found, pretraining_flops("efficientnet-lite0")))
@@ -162,11 +167,16 @@ def run_minutes(table: list) -> str:
 
 
 def nevis_full(work: Path, quick: bool) -> list[dict]:
+    from lifelong.api import DataFetchSpec, data_fetch
+    from lifelong.commands.data_fetch_console import print_fetched
+
     data = work / "data"
     if not (data / "fashion_mnist").exists():
-        lifelong("data", "fetch", "fashion_mnist", "--from", str(FASHION_MNIST), "--data-root", str(data), cwd=work)
-    lifelong("run", "--stream", "nevis-full", "--learner", "nearest-mean", "--data-root", str(data),
-             "--allow-missing", "--out", "nevis-full", "--resume", cwd=work)  # fmt: skip
+        fetch = DataFetchSpec(["fashion_mnist"], from_dir=FASHION_MNIST, data_root=data)
+        print(f"$ api.data_fetch({fetch})", flush=True)
+        print_fetched(data_fetch(fetch, progress=sys.stderr.isatty()))
+    spec = RunsSpec("nevis-full", "nearest-mean", data_root=data, allow_missing=True, out="nevis-full", resume=True)
+    call(work, "run", spec)
     found = summaries(work / "nevis-full", "nevis-full-nearest-mean-")
     infos = [info for _, info in found]
     return [

@@ -1,15 +1,16 @@
 """reproduce.py section `sortsearch`: `lifelong bench compare` on a 240-model Fashion-MNIST zoo (docs/sort-and-search).
 
-In WORK (reproduce.py's --work):
+In WORK (reproduce.py's --work), through the Python API (`lifelong.api.bench_build_zoo`, `bench_compare`), what
 
     lifelong bench build-zoo sortsearch/zoo --models 240 --test-samples 2000 --seed 0 \
         --corruptions noise,blur,contrast,rotation,occlusion --severities 1,2,3 --resume
     lifelong bench compare --zoo sortsearch/zoo --out sortsearch/cmp --resume
 
-The compare prints its own table (every method, split and budget, then `lifelong` against each method, paired);
-then this section prints the two tables the docs show, from WORK/sortsearch/cmp/table.json: at n' = 100 per split
-each quoted method's mean absolute error in accuracy points (ratio to the random-sample mean's), `lifelong`'s
-interval coverage and its paired differences; and `lifelong` at every budget. Both also go to WORK/sortsearch.md.
+run, printed as those commands print it. The compare prints its own table (every method, split and budget, then
+`lifelong` against each method, paired); then this section prints the two tables the docs show, from
+WORK/sortsearch/cmp/table.json: at n' = 100 per split each quoted method's mean absolute error in accuracy points
+(ratio to the random-sample mean's), `lifelong`'s interval coverage and its paired differences; and `lifelong` at
+every budget. Both also go to WORK/sortsearch.md.
 
 A zoo folder whose zoo.json records the settings this section builds is used as it is (a zoo copied from another
 run has no models/ folder for `build-zoo --resume` to read, and retraining would give another matrix on another
@@ -23,24 +24,34 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from _reproduce_common import lifelong, this_machine
+from _reproduce_common import this_machine
+
+from lifelong import api
+from lifelong.commands.bench_console import print_compare, print_record, print_zoo
+from lifelong.commands.terminal import note
 
 # the zoo's settings as zoo.json records them (the build-zoo defaults made explicit, one torch thread per model)
 CORRUPTIONS = ["noise", "blur", "contrast", "rotation", "occlusion"]
 ZOO = {"n_models": 240, "n_test": 2000, "seed": 0, "corruptions": CORRUPTIONS, "severities": [1, 2, 3]}
 QUICK_ZOO = {"n_models": 8, "n_test": 50, "seed": 4, "corruptions": ["noise"], "severities": [1]}
 SOURCE = {"source": "fashion-mnist", "threads": 1}
-QUICK_COMPARE = ["--seeds", "1", "--budgets", "10"]
+QUICK_COMPARE = {"seeds": 1, "budgets": [10]}
 BUDGET = 100  # the budget of the first table
 QUOTED = ("random-mean", "stratified-mean", "ridge", "anchor-points", "ridge-anchors", "lifelong")
 PAIRED = ("anchor-points", "ridge-anchors")  # the closest methods, whose paired difference the docs quote
 
 
-def _zoo_options(zoo: dict) -> list[str]:
-    return [
-        *("--models", str(zoo["n_models"]), "--test-samples", str(zoo["n_test"]), "--seed", str(zoo["seed"])),
-        *("--corruptions", ",".join(zoo["corruptions"]), "--severities", ",".join(map(str, zoo["severities"]))),
-    ]
+def _zoo_spec(folder: Path, zoo: dict) -> api.BenchBuildZooSpec:
+    """`bench build-zoo FOLDER` with `zoo`'s settings and --resume (SOURCE's source, the default)."""
+    return api.BenchBuildZooSpec(
+        folder,
+        models=zoo["n_models"],
+        test_samples=zoo["n_test"],
+        seed=zoo["seed"],
+        corruptions=zoo["corruptions"],
+        severities=zoo["severities"],
+        resume=True,
+    )
 
 
 def _zoo_is_built(folder: Path, zoo: dict) -> bool:
@@ -110,13 +121,16 @@ def sortsearch(work: Path, quick: bool) -> list[dict]:
     base = work / "sortsearch"
     base.mkdir(parents=True, exist_ok=True)
     zoo_settings = QUICK_ZOO if quick else ZOO
-    zoo, cmp = base / "zoo", base / "cmp"  # the commands run in `work`: their paths are relative to it
+    zoo, cmp = base / "zoo", base / "cmp"
     if _zoo_is_built(zoo, zoo_settings):
         print(f"{zoo}: zoo.json records this zoo's settings; used as it is (not rebuilt)")
     else:
-        lifelong("bench", "build-zoo", "sortsearch/zoo", *_zoo_options(zoo_settings), "--resume", cwd=work)
-    options = QUICK_COMPARE if quick else []
-    lifelong("bench", "compare", "--zoo", "sortsearch/zoo", "--out", "sortsearch/cmp", *options, "--resume", cwd=work)
+        print(f"building the zoo in {zoo} (`lifelong bench build-zoo` with --resume)", flush=True)
+        print_zoo(api.bench_build_zoo(_zoo_spec(zoo, zoo_settings), progress=True, on_note=note))
+    options = QUICK_COMPARE if quick else {}
+    print(f"comparing the estimators on it into {cmp} (`lifelong bench compare --zoo` with --resume)", flush=True)
+    spec = api.BenchCompareSpec(zoo=zoo, out=cmp, resume=True, **options)
+    print_compare(api.bench_compare(spec, progress=print_record))
     table = json.loads((cmp / "table.json").read_text())
     budget = 10 if quick else BUDGET
     summary = json.loads((zoo / "zoo.json").read_text())

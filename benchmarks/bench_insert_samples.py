@@ -10,9 +10,10 @@ spread over seeds), the paper's MAE (its Eq. 2, the Hamming distance of the pred
 the cost (model evaluations per new sample) and its ratio to the baseline in the same run: evaluating every model on
 the new samples (MAE 0, cost m). `m' = m` is the estimator on every model: the step's own (aleatoric) error.
 
-A cross-check runs the commands themselves on the first seed (`bench plan-samples --out`, then `bench add-samples`
-with a results CSV) and reads the store back: the planned cells must be the truth and every other cell the step
-the estimate predicts, else exit 1.
+A cross-check runs the commands' workflows on the first seed (`lifelong.api.bench_plan_samples` with a plan file,
+then `bench_add_samples` with a results CSV: what `bench plan-samples --out` and `bench add-samples` run) and reads
+the store back: the planned cells must be the truth and every other cell the step the estimate predicts, else exit
+1.
 
 Run: python benchmarks/bench_insert_samples.py [--zoo DIR] [--zoo-models 160] [--zoo-test-samples 1000]
      [--synthetic MODELSxSAMPLES] [--budgets 4,8,...,128] [--held-out 1000] [--seeds 5] [--json PATH] [--quick]
@@ -35,10 +36,9 @@ from pathlib import Path
 import numpy as np
 from _reproduce_common import this_machine
 from bench_beyond import DEFAULT_ZOO, load
-from typer.testing import CliRunner
 
-from lifelong.cli import app
-from lifelong.commands.bench_reports import parse_budgets
+from lifelong import api
+from lifelong.commands.bench_inputs import parse_budgets
 from lifelong.sortsearch.experiment import run_experiment
 from lifelong.sortsearch.insert import plan_samples, sample_thresholds
 from lifelong.sortsearch.search import global_threshold
@@ -73,15 +73,13 @@ def errors(store: BenchStore, A: np.ndarray, held: np.ndarray, budget: int, samp
 
 
 def cross_check(store_path: Path, A: np.ndarray, held: np.ndarray, budget: int, work: Path) -> str:
-    """Run `bench plan-samples --out` and `bench add-samples` on a copy of the store; the cells read back must be
-    the planned models' outcomes and the estimate's step elsewhere. Returns a line saying so, or exits 1."""
-    runner = CliRunner()
+    """Run `bench plan-samples --out` and `bench add-samples` (their API functions) on the store; the cells read back
+    must be the planned models' outcomes and the estimate's step elsewhere. Returns a line saying so, or exits 1."""
     plan_file, new, results = work / "plan.json", work / "new.csv", work / "results.csv"
-    done = runner.invoke(
-        app, ["bench", "plan-samples", str(store_path), "--budget", str(budget), "--out", str(plan_file)]
-    )
-    if done.exit_code:
-        sys.exit(f"cross-check: plan-samples failed: {done.output}")
+    try:
+        api.bench_plan_samples(api.BenchPlanSamplesSpec(store_path, budget, out=plan_file))
+    except api.LifelongError as error:
+        sys.exit(f"cross-check: plan-samples failed: {error}")
     plan = json.loads(plan_file.read_text())
     planned = np.asarray(plan["model_ids"])
     with new.open("w", newline="") as f:
@@ -94,11 +92,11 @@ def cross_check(store_path: Path, A: np.ndarray, held: np.ndarray, budget: int, 
         for name, i in zip(plan["models"], planned.tolist(), strict=True):
             writer.writerows([name, j, int(A[i, column])] for j, column in enumerate(held.tolist()))
     started = time.perf_counter()
-    args = ["bench", "add-samples", str(store_path), "--samples", str(new), "--results", str(results)]
-    done = runner.invoke(app, [*args, "--plan", str(plan_file)])
+    try:
+        api.bench_add_samples(api.BenchAddSamplesSpec(store_path, new, results, plan=plan_file))
+    except api.LifelongError as error:
+        sys.exit(f"cross-check: add-samples failed: {error}")
     seconds = time.perf_counter() - started
-    if done.exit_code:
-        sys.exit(f"cross-check: add-samples failed: {done.output}")
     with BenchStore.open(store_path) as store:
         n, m = store.size()
         cells = np.unpackbits(store.read_rows(np.arange(m)), axis=1, count=n)[:, n - held.size :]

@@ -134,9 +134,7 @@ def test_timestamped_csv_becomes_buckets(tmp_path):
     out = tmp_path / "out"
     result = invoke("run", "--stream", csv, "-s", "num_buckets=4", "--learner", "nearest-mean", "--out", out)
     assert result.exit_code == 0, result.output
-    summary = json.loads(
-        next(out.glob("photos-iid-nearest-mean-*-seed0/summary.json")).read_text()
-    )
+    summary = json.loads(next(out.glob("photos-iid-nearest-mean-*-seed0/summary.json")).read_text())
     assert np.array(summary["accuracy_matrix"]).shape == (3, 3)  # bucket 0 is for pretraining only
 
 

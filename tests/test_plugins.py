@@ -167,7 +167,10 @@ def test_their_encoder_is_listed_and_extracts_features(site, tmp_path):
     rows = {row["name"]: row for row in json.loads(listed.stdout)}
     theirs = rows["theirs-encoder"]
     assert (theirs["package"], theirs["resolution"], theirs["feature_dim"], theirs["head"]) == (
-        "lifelong-theirs", 24, 6, False
+        "lifelong-theirs",
+        24,
+        6,
+        False,
     )
     assert "efficientnet-lite0" in rows  # beside the built-ins
     from PIL import Image

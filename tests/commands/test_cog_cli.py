@@ -12,7 +12,8 @@ from typer.testing import CliRunner
 
 from lifelong.cli import app
 from lifelong.commands import terminal
-from lifelong.commands.cog import print_cog_table, protocol_seeds
+from lifelong.commands.cog_console import print_cog_table
+from lifelong.commands.cog_run import protocol_seeds
 from lifelong.concepts.wnids import imagenet1k, imagenet21k
 from lifelong.training.encoders import save_encoder, untrained_encoder
 
@@ -171,7 +172,7 @@ def test_cog_table_fits_80_columns_with_every_level_and_shot(monkeypatch, capsys
 
 
 def test_held_out_styles_get_a_table_each_before_the_pooled_one(monkeypatch, capsys):
-    from lifelong.commands.cog import print_fold_tables
+    from lifelong.commands.cog_console import print_fold_tables
 
     monkeypatch.setattr(terminal.console, "width", 120)
     easy = [_result(lv, "all", [0.1, 0.1]) for lv in ("seen", "L1")]
@@ -212,7 +213,7 @@ def test_cog_mini_without_its_artwork_names_the_install_command(tmp_path, monkey
 
 
 def test_held_out_style_folds_and_their_encoders(tmp_path):
-    from lifelong.commands.cog import held_out_style_folds
+    from lifelong.commands.cog_run import held_out_style_folds
 
     assert held_out_style_folds("efficientnet-lite0", "cog-mini", None) == [(None, "efficientnet-lite0")]
     folds = held_out_style_folds("enc/sup-{style}.pt", "cog-mini", "all")

@@ -34,7 +34,8 @@ def test_all_concepts_train_one_class_per_concept_of_every_level(tmp_path, monke
     root = tmp_path / "folders"
     cog = _exported(root)
     asked = []
-    def folders(data_root, levels, test_style=None):
+
+    def folders(data_root, levels, test_style=None, progress=True):
         asked.append(levels)
         return cog, root
 

@@ -9,7 +9,8 @@ from suites.test_cog import write_features_set
 from typer.testing import CliRunner
 
 from lifelong.cli import app
-from lifelong.commands.cog import cog_run_specs, cog_top1, print_cog_table, run_cog_specs
+from lifelong.commands.cog_console import print_cog_table
+from lifelong.commands.cog_runs import cog_run_specs, cog_top1, run_cog_specs
 from lifelong.commands.runner import execute
 from lifelong.report.html import write_report
 

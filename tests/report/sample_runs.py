@@ -8,7 +8,7 @@ from pathlib import Path
 
 from suites.test_cog import write_features_set
 
-from lifelong.commands.cog import cog_run_specs, run_cog_specs
+from lifelong.commands.cog_runs import cog_run_specs, run_cog_specs
 
 FACT_RUNS = Path(__file__).parent / "data" / "facts"
 

@@ -125,7 +125,7 @@ def test_status_and_add_model_show_the_best_estimate_inside_its_interval(importe
 def test_status_fits_80_columns_and_never_breaks_a_name(imported, monkeypatch):
     from rich.console import Console
 
-    import lifelong.commands.bench as bench
+    import lifelong.commands.bench_console as bench
 
     store, _ = imported
     monkeypatch.setattr(bench, "console", Console(width=80))
@@ -142,7 +142,7 @@ def test_status_fits_80_columns_and_never_breaks_a_name(imported, monkeypatch):
 def test_status_puts_short_names_on_the_same_line_as_their_numbers(tmp_path, monkeypatch):
     from rich.console import Console
 
-    import lifelong.commands.bench as bench
+    import lifelong.commands.bench_console as bench
 
     truth = planted()
     np.save(tmp_path / "matrix.npy", truth[:5])

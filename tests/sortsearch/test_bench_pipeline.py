@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 import lifelong.sortsearch.zoo as zoo
 from lifelong.cli import app
-from lifelong.commands.bench_reports import parse_budgets
+from lifelong.commands.bench_inputs import parse_budgets
 from lifelong.sortsearch.samples_csv import COLUMNS
 from lifelong.sortsearch.zoo_models import ZooSpace
 

@@ -11,17 +11,17 @@ import warnings
 
 import typer
 
+from lifelong.cli.bench import bench_app
+from lifelong.cli.cog import cog_app
 from lifelong.cli.common import parse_options
 from lifelong.cli.data import data_app
+from lifelong.cli.facts import facts_app
+from lifelong.cli.help_format import readable_help
 from lifelong.cli.listing import learners_command, streams_command
+from lifelong.cli.models import models_app
 from lifelong.cli.results import matrix_summary_cli, report_command, results_command
 from lifelong.cli.run import run_command
 from lifelong.cli.training import pretrain_cli, pretrain_ssl_cli, transfer_matrix_cli
-from lifelong.commands.bench import bench_app
-from lifelong.commands.cog import cog_app
-from lifelong.commands.facts import facts_app
-from lifelong.commands.help_format import readable_help
-from lifelong.commands.models import models_app
 
 __all__ = ["app", "main", "parse_options"]
 

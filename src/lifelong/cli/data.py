@@ -3,18 +3,94 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import typer
-from rich.markup import escape
-from rich.table import Table
 
 from lifelong.cli.common import DATA_ROOT_HELP
-from lifelong.commands.data_fetch import fetch_command
-from lifelong.commands.terminal import console, fail, note
 
 data_app = typer.Typer(help="Look at data sources and fetch real datasets.", no_args_is_help=True)
-data_app.command("fetch")(fetch_command)
+
+
+@data_app.command("fetch")
+def fetch_command(
+    names: list[str] = typer.Argument(None, help="Datasets to fetch (lifelong data fetch --list names them)."),
+    stream: str = typer.Option(None, "--stream", help="Fetch every dataset this stream reads, e.g. nevis-short."),
+    data_root: Path = typer.Option(
+        None, "--data-root", help="Datasets folder (default: $LIFELONG_DATA, else ~/.lifelong/data)."
+    ),
+    from_dir: Path = typer.Option(
+        None, "--from", help="A folder holding the artefacts already: verify and convert, no network."
+    ),
+    mirror: list[str] = typer.Option(None, "--mirror", help="Base URL tried first for each file: URL/DATASET/FILE."),
+    accept: list[str] = typer.Option(
+        None, "--accept-licence", help="Accept this dataset's licence (repeat per dataset)."
+    ),
+    manifest: list[Path] = typer.Option(None, "--manifest", help="A TOML manifest of your own datasets (same schema)."),
+    dry_run_flag: bool = typer.Option(
+        False, "--dry-run", help="Say what would be downloaded, the disk needed and free, manual steps."
+    ),
+    jobs: int = typer.Option(2, "--jobs", min=1, help="Datasets fetched at once."),
+    overwrite: bool = typer.Option(
+        False, "--overwrite", help="Replace a dataset folder that is there (fetched or not)."
+    ),
+    list_flag: bool = typer.Option(
+        False, "--list", help="List the manifest's datasets (with --stream: a stream's) and stop."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="With --list: print JSON."),
+    max_unpacked: str = typer.Option(
+        None,
+        "--max-unpacked",
+        metavar="BUDGET",
+        help="Unpack budget per dataset: SIZE (50GB), RATIO of the archives (30x) or both.",
+    ),
+    max_download: str = typer.Option(
+        None,
+        "--max-download",
+        metavar="SIZE",
+        help="Size cap of an artefact the manifest gives no size for (default 100GB).",
+    ),
+    min_rate: str = typer.Option(
+        None,
+        "--min-rate",
+        metavar="SIZE",
+        help="Slowest download kept, per second over 30 s (default 1KB): slower is retried.",
+    ),
+    deadline: str = typer.Option(
+        None, "--deadline", metavar="DURATION", help="Time limit per artefact, all tries (default 24h)."
+    ),
+) -> None:
+    """Download (or take from --from), verify, unpack and convert datasets into the data root. Only on request."""
+    from lifelong.commands.data_fetch import DataFetchError, DataFetchSpec, DataListSpec, data_fetch, data_list
+    from lifelong.commands.data_fetch_console import print_datasets, print_fetched, print_licence, print_plan
+
+    if list_flag:
+        listing = data_list(DataListSpec(stream=stream, manifest=manifest or []))
+        if as_json:
+            typer.echo(json.dumps(listing.rows(), indent=2))
+        else:
+            print_datasets(listing)
+        return
+
+    def confirm(entry) -> bool:  # noqa: ANN001 (a DatasetEntry)
+        print_licence(entry)
+        return typer.confirm(f"Accept the licence of {entry.name}?", default=False)
+
+    spec = DataFetchSpec(
+        names=names or [], stream=stream, data_root=data_root, from_dir=from_dir, mirror=mirror or [],
+        accept_licence=accept or [], manifest=manifest or [], dry_run=dry_run_flag, jobs=jobs, overwrite=overwrite,
+        max_unpacked=max_unpacked, max_download=max_download, min_rate=min_rate, deadline=deadline,
+    )  # fmt: skip
+    try:
+        result = data_fetch(spec, progress=sys.stderr.isatty(), confirm_licence=confirm if sys.stdin.isatty() else None)
+    except DataFetchError as failed:  # the datasets that did install are said before the error
+        print_fetched(failed.result)
+        raise
+    if result.plan is not None:
+        print_plan(result.plan)
+        return
+    print_fetched(result)
 
 
 @data_app.command("inspect")
@@ -24,54 +100,14 @@ def data_inspect_command(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Load a data source and describe it: items, classes, sizes, channels."""
-    from lifelong.data.sources import describe, load_source
+    from lifelong.commands.data_api import DataInspectSpec, data_inspect
+    from lifelong.commands.data_console import print_inspect
 
-    try:
-        info = describe(load_source(source, skip_corrupt=skip_corrupt))
-    except (FileNotFoundError, ValueError) as exc:
-        raise fail(exc) from None
+    result = data_inspect(DataInspectSpec(source, skip_corrupt))
     if as_json:
-        typer.echo(json.dumps(info, indent=2, default=str))
+        typer.echo(json.dumps(result.info, indent=2, default=str))
         return
-    console.print(escape(source), soft_wrap=True)
-    _print_fields(info)
-
-
-def _plain(value: object) -> str:
-    """A value in plain words: `-` for None, lists comma-separated, no Python reprs."""
-    if value is None:
-        return "-"
-    if isinstance(value, list | tuple):
-        return ", ".join(_plain(v) for v in value) or "-"
-    if isinstance(value, dict):
-        items = "; ".join(f"{k}={_plain(v)}" for k, v in value.items())
-        return f"({items})" if items else "-"
-    return str(value)
-
-
-def _print_fields(info: dict, prefix: str = "") -> None:
-    """`key: value` lines, nested dicts as `key.sub`, wrapped between words only (paths stay whole)."""
-    import textwrap
-
-    width = max(console.width, 40)
-    for key, value in info.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, dict) and value and name in ("notes", "image_size"):  # notes.source, ...
-            _print_fields(value, f"{name}.")
-            continue
-        if isinstance(value, dict) and value:  # per_class: A=100, B=100
-            shown = ", ".join(f"{k}={_plain(v)}" for k, v in value.items())
-        else:
-            shown = _plain(value)
-        text = textwrap.fill(
-            f"{name}: {shown}",
-            width - 2,
-            initial_indent="  ",
-            subsequent_indent="      ",
-            break_long_words=False,
-            break_on_hyphens=False,
-        )
-        console.print(escape(text), soft_wrap=True)
+    print_inspect(result)
 
 
 @data_app.command("status")
@@ -81,53 +117,11 @@ def data_status_command(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Which tasks of a stream have data, which are missing, and what to provide for each."""
-    from lifelong.core.suggest import did_you_mean
-    from lifelong.data.roots import DATA_ENV, resolve_data_root
-    from lifelong.suites.nevis import Variant, data_status, parse_variant
+    from lifelong.commands.data_api import DataStatusSpec, data_status
+    from lifelong.commands.data_console import print_status
 
-    try:
-        parse_variant(stream)
-    except ValueError:
-        names = [f"nevis-{v.value}" for v in Variant]
-        raise fail(
-            f"data status covers the Nevis'22 streams, not {stream!r}{did_you_mean(stream, names)}: "
-            f"{', '.join(names)} (offline streams such as mini need no data)"
-        ) from None
-    try:
-        rows = data_status(stream, data_root)
-    except (FileNotFoundError, ValueError) as exc:
-        raise fail(exc) from None
+    result = data_status(DataStatusSpec(stream, data_root))
     if as_json:
-        typer.echo(json.dumps(rows, indent=2, default=str))
+        typer.echo(json.dumps(result.rows, indent=2, default=str))
         return
-    root = resolve_data_root(data_root)
-    console.print(f"data root: {escape(str(root))}", soft_wrap=True)
-    if not root.is_dir():
-        note(f"data root {root} does not exist; set --data-root or ${DATA_ENV}")
-    available = sum(r["available"] for r in rows)
-    table = Table(title=f"{stream}: {available}/{len(rows)} tasks have data", title_justify="left")
-    table.add_column("task", no_wrap=True)
-    table.add_column("year", no_wrap=True)
-    table.add_column("data", no_wrap=True)
-    table.add_column("dataset")
-    for r in rows:
-        state = "yes" if r["available"] else "[red]missing[/]"
-        table.add_row(escape(r["uid"]), str(r["year"]), state, escape(r["published"]))
-    console.print(table)
-    if available:  # paths on lines of their own, never folded, so that they can be copied
-        console.print("Found (task: source):")
-        for r in rows:
-            if r["available"]:
-                console.print(f"  {escape(r['uid'])}: {escape(str(r['source']))}", soft_wrap=True)
-    if available < len(rows):
-        console.print("Missing (task: the folder to provide):")
-        for r in rows:
-            if not r["available"]:
-                console.print(f"  {escape(r['uid'])}: {escape(str(r['expected']))}", soft_wrap=True)
-        console.print("Each missing folder may hold any of these layouts:")
-        for layout in rows[0]["layouts"]:
-            console.print(f"  - {escape(layout)}")
-        fetchable = sorted({r["name"] for r in rows if not r["available"] and r["fetch"]})
-        if fetchable:
-            console.print(f"lifelong data fetch gets {len(fetchable)} of the missing datasets (--dry-run first):")
-            console.print(f"  lifelong data fetch {' '.join(fetchable)}", soft_wrap=True)
+    print_status(result)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
-from lifelong.commands.terminal import console, fail
+from lifelong.commands.terminal import console
 
 
 def streams_command(
@@ -17,19 +18,17 @@ def streams_command(
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Counts per part and years (no descriptions)."),
 ) -> None:
     """List the built-in streams with their task counts, or one stream's -s options."""
-    from lifelong.suites import describe_stream, get_stream, stream_descriptions
+    from lifelong.commands.listing_api import stream_options, streams
 
-    descriptions = stream_descriptions()
     if name is not None:
-        _stream_options(name, descriptions, as_json)
+        found = stream_options(name)
+        if as_json:
+            typer.echo(json.dumps(dataclasses.asdict(found), indent=2))
+            return
+        console.print(f"[bold]{escape(found.name)}[/]: {escape(found.description)}")
+        _print_options(found.options, f"lifelong run --stream {name} -s KEY=VALUE")
         return
-    rows = []
-    for stream, desc in descriptions.items():
-        try:  # listed by the name `--stream` takes (a temporal stream's own name adds its protocol)
-            rows.append({**describe_stream(get_stream(stream)), "name": stream, "description": desc})
-        except FileNotFoundError:  # a stream read from a data folder that is not there (e.g. clear)
-            empty = dict.fromkeys(("tasks", "meta_train", "meta_test", "multi_label"), "-")
-            rows.append({"name": stream, **empty, "missing": None, "years": None, "description": desc + " [no data]"})
+    rows = streams()
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
         return
@@ -48,21 +47,6 @@ def streams_command(
         table.add_row(row["name"], *cells, *([] if verbose else [escape(row["description"])]))
     console.print(table)
     console.print("One stream's -s options: lifelong streams NAME. More columns: -v or --json.")
-
-
-def _stream_options(name: str, descriptions: dict[str, str], as_json: bool) -> None:
-    """`lifelong streams NAME`: the stream's description and its -s options."""
-    from lifelong.core.suggest import did_you_mean
-    from lifelong.suites import stream_options
-
-    if name not in descriptions:
-        raise fail(f"unknown stream {name!r}{did_you_mean(name, descriptions)}; see `lifelong streams`")
-    rows = stream_options(name)
-    if as_json:
-        typer.echo(json.dumps({"name": name, "description": descriptions[name], "options": rows}, indent=2))
-        return
-    console.print(f"[bold]{escape(name)}[/]: {escape(descriptions[name])}")
-    _print_options(rows, f"lifelong run --stream {name} -s KEY=VALUE")
 
 
 def _print_options(rows: list[dict], usage: str) -> None:
@@ -93,28 +77,23 @@ def learners_command(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """List the learners `lifelong run --learner` accepts, or one learner's -o options."""
-    from lifelong.learners import LEARNERS, describe_learners, learner_options
+    from lifelong.commands.listing_api import learner_options, learners
 
     if name is not None:
-        from lifelong.core.suggest import did_you_mean
-
-        names = LEARNERS.names()
-        if name not in names:
-            raise fail(f"unknown learner {name!r}{did_you_mean(name, names)}; see `lifelong learners`")
-        rows = learner_options(name)
+        found = learner_options(name)
         if as_json:
-            typer.echo(json.dumps({"name": name, "options": rows}, indent=2))
+            typer.echo(json.dumps(dataclasses.asdict(found), indent=2))
             return
-        _print_options(rows, f"lifelong run --learner {name} -o KEY=VALUE")
+        _print_options(found.options, f"lifelong run --learner {name} -o KEY=VALUE")
         return
-    described = describe_learners()
+    described = learners()
     if as_json:
-        typer.echo(json.dumps([{"name": n, "description": d} for n, d in described], indent=2))
+        typer.echo(json.dumps([dataclasses.asdict(info) for info in described], indent=2))
         return
     table = Table(title="learners", title_justify="left")
     table.add_column("name", no_wrap=True)
     table.add_column("description")
-    for learner, description in described:
-        table.add_row(learner, escape(description))
+    for info in described:
+        table.add_row(info.name, escape(info.description))
     console.print(table)
     console.print("One learner's -o options: lifelong learners NAME.")

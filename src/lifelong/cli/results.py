@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import typer
 from rich.markup import escape
 
-from lifelong.commands.terminal import console, fail, note
+from lifelong.commands.terminal import console, note
+from lifelong.core.errors import UsageError
 
 
 def report_command(
@@ -20,19 +22,9 @@ def report_command(
     ),
 ) -> None:
     """An HTML report comparing runs: an index and one page per system (task streams, CLEAR, CoG, facts)."""
-    from lifelong.report.html import write_report
-    from lifelong.results.runs import find_runs
+    from lifelong.commands.results_api import ReportSpec, report
 
-    try:
-        folders, skipped = find_runs(run_dirs)
-        for line in skipped:
-            note(line)
-        if not folders:
-            given = ", ".join(map(str, run_dirs))
-            raise FileNotFoundError(f"no run in {given}; give folders written by `lifelong run`, or their parent")
-        page = write_report(folders, out, reference=reference, cog_baseline=cog_baseline)
-    except (FileNotFoundError, ValueError) as exc:
-        raise fail(exc) from None
+    page = report(ReportSpec(runs=run_dirs, out=out, reference=reference, cog_baseline=cog_baseline))
     console.print(f"report: {page}", soft_wrap=True, highlight=False)
 
 
@@ -41,13 +33,10 @@ def matrix_summary_cli(
     out: Path = typer.Option(Path("."), "--out", help="Folder for <group>-seeds.json and its heatmap."),
 ) -> None:
     """Mean ± std over seeds of accuracy-matrix (CLEAR) runs, e.g. seeds run by separate commands."""
-    from lifelong.commands.accuracy_matrix_console import print_matrix_seeds
-    from lifelong.results import load_matrix_runs
+    from lifelong.commands.accuracy_matrix_console import print_matrix_summary
+    from lifelong.commands.results_api import MatrixSummarySpec, matrix_summary
 
-    try:
-        print_matrix_seeds(load_matrix_runs(run_dirs), out)
-    except (FileNotFoundError, ValueError) as exc:
-        raise fail(exc) from None
+    print_matrix_summary(matrix_summary(MatrixSummarySpec(runs=run_dirs, out=out)))
 
 
 def results_command(
@@ -75,57 +64,28 @@ def results_command(
     --format csv or parquet gives every run's records instead, one row per (run, event, metric): the DataFrame
     lifelong.api.results returns.
     """
+    from lifelong.commands.results_api import ResultsListSpec, results_list
     from lifelong.commands.run_console import print_provenance, print_results
-    from lifelong.commands.terminal import note
-    from lifelong.results import read_provenance
-    from lifelong.results.runs import recorded_runs
 
-    if output_format not in ("table", "csv", "parquet"):
-        raise fail(f"--format {output_format!r}: give table, csv or parquet")
-    if output_format == "parquet" and out is None:
-        raise fail("--format parquet writes a file: name it with --out FILE, e.g. --out results.parquet")
-    if output_format != "parquet" and out is not None:  # `--out` once named the runs folder
+    parquet = output_format == "parquet"
+    spec = ResultsListSpec(runs=runs_dir, format=output_format, out=out if parquet else None, provenance=provenance)
+    if not parquet and out is not None:  # `--out` once named the runs folder
         note(f"`lifelong results --out DIR` is now `lifelong results DIR`; listing {out}")
-        runs_dir = out
-    if output_format != "table":
-        if as_json or verbose or provenance:
-            raise fail(f"--json, --verbose and --provenance apply to --format table, not --format {output_format}")
-        _results_frame(runs_dir, output_format, out)
-        return
-    try:
-        runs, skipped = recorded_runs(runs_dir)
-    except FileNotFoundError as exc:
-        raise fail(exc) from None
-    for line in skipped:
-        note(line)
-    if provenance:
-        runs = [{**run, "provenance": read_provenance(run["path"])} for run in runs]
-    if as_json:
-        typer.echo(json.dumps(runs, indent=2, default=str))
-        return
-    print_results(runs, runs_dir, verbose=verbose)
-    if provenance:
-        print_provenance(runs)
-
-
-def _results_frame(runs_dir: Path, output_format: str, out: Path | None) -> None:
-    """`lifelong results RUNS --format csv|parquet`: every run's records, as lifelong.api.results reads them."""
-    from lifelong.api import results
-    from lifelong.results.frame import write_parquet
-
-    try:
-        frame = results(runs_dir)
-        for line in frame.attrs["notes"]:
-            note(line)
-        if frame.empty:
-            raise FileNotFoundError(f"no run in {runs_dir}; give the folder `lifelong run --out` wrote, or run folders")
-        if output_format == "csv":
-            typer.echo(frame.to_csv(index=False), nl=False)
-            return
-        assert out is not None
-        write_parquet(frame, out)
-    except (FileNotFoundError, ValueError, ImportError) as exc:
-        raise fail(exc) from None
-    runs = frame["run"].nunique()
-    what = f"{len(frame)} rows of {runs} run{'' if runs == 1 else 's'}"
-    console.print(f"wrote {what} to {escape(str(out))}", soft_wrap=True, highlight=False)
+        spec = dataclasses.replace(spec, runs=out)
+    if output_format != "table" and (as_json or verbose or provenance):
+        raise UsageError(f"--json, --verbose and --provenance apply to --format table, not --format {output_format}")
+    listed = results_list(spec)
+    if output_format == "csv":
+        assert listed.frame is not None
+        typer.echo(listed.frame.to_csv(index=False), nl=False)
+    elif parquet:
+        assert listed.frame is not None
+        runs = listed.frame["run"].nunique()
+        what = f"{len(listed.frame)} rows of {runs} run{'' if runs == 1 else 's'}"
+        console.print(f"wrote {what} to {escape(str(listed.out))}", soft_wrap=True, highlight=False)
+    elif as_json:
+        typer.echo(json.dumps(listed.runs, indent=2, default=str))
+    else:
+        print_results(listed.runs, listed.folder, verbose=verbose)
+        if provenance:
+            print_provenance(listed.runs)

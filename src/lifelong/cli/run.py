@@ -8,14 +8,13 @@ from pathlib import Path
 import typer
 
 from lifelong.cli.common import DATA_ROOT_HELP, parse_options
-from lifelong.commands.device_options import (
+from lifelong.cli.options import (
     ChannelsLastOption,
     CompileOption,
     DeviceOption,
     GpusPerTrialOption,
     PrecisionOption,
 )
-from lifelong.commands.terminal import console, fail
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -66,94 +65,39 @@ def run_command(
     gpus_per_trial: GpusPerTrialOption = 0.0,
 ) -> None:
     """Run a learner over a stream; print per-task errors (or the accuracy matrix) and the stream summary."""
-    from lifelong.commands.device_options import accelerator_specs, check_ray_gpus
-    from lifelong.commands.remote_runs import run_specs
-    from lifelong.commands.run_console import print_run, print_seed_summary
-    from lifelong.commands.runner import RunExistsError, RunSpec, finished_means_exit_0
-    from lifelong.core.executors import WorkerLostError, make_executor
-    from lifelong.results.lock import RunFolderBusyError
-    from lifelong.results.loggers import LoggerError, load_loggers, parse_names
-    from lifelong.run.environment import EventError
-    from lifelong.suites import classify_stream
-    from lifelong.suites.clear import PROTOCOLS
+    from lifelong.commands.run_console import print_runs
+    from lifelong.commands.runner import finished_means_exit_0
+    from lifelong.commands.runs_api import RunsSpec, run
 
-    stream_options = parse_options(stream_option)
-    try:
-        temporal = classify_stream(stream).is_temporal
-        accelerator = accelerator_specs(device, precision, compile, channels_last)
-        check_ray_gpus(executor, device, gpus_per_trial)
-        loggers = parse_names(log)
-        load_loggers(loggers)  # an unknown logger, or its package missing: said before any run starts
-    except (ValueError, ImportError) as exc:
-        raise fail(exc) from None
-    if temporal:
-        stream_options.setdefault("protocol", protocol or "iid")
-        if stream_options["protocol"] not in PROTOCOLS:
-            raise fail(f"unknown protocol {stream_options['protocol']!r}; choose one of {PROTOCOLS}")
-    elif protocol is not None:
-        raise fail(f"--protocol applies to temporal streams (clear-mini, clear, a timestamped CSV), not {stream!r}")
-    specs = [
-        RunSpec(
-            stream=stream,
-            learner=learner,
-            seed=s,
-            out=str(out),
-            learner_options=parse_options(option),
-            eval_split="test" if final else "dev_test",
-            skip_corrupt=skip_corrupt,
-            resume=resume,
-            overwrite=overwrite,
-            progress=(executor == "local"),
-            threads=threads,
-            data_root=str(data_root) if data_root else None,
-            allow_missing=allow_missing,
-            stream_options=stream_options,
-            metrics=tuple(metric),
-            save_predictions=predictions,
-            loggers=loggers,
-            **accelerator,
-        )
-        for s in range(seed, seed + seeds)
-    ]
+    spec = RunsSpec(
+        stream=stream,
+        learner=learner,
+        seed=seed,
+        seeds=seeds,
+        out=out,
+        learner_options=parse_options(option),
+        eval_split="test" if final else "dev_test",
+        skip_corrupt=skip_corrupt,
+        resume=resume,
+        overwrite=overwrite,
+        threads=threads,
+        data_root=data_root,
+        allow_missing=allow_missing,
+        stream_options=parse_options(stream_option),
+        protocol=protocol,
+        metrics=tuple(metric),
+        save_predictions=predictions,
+        loggers=tuple(log),
+        device=device,
+        precision=precision,
+        channels_last=channels_last,
+        compile=compile,
+        executor=executor,
+        ray_address=ray_address,
+        num_cpus=num_cpus,
+        gpus_per_trial=gpus_per_trial,
+    )
     signal.signal(signal.SIGTERM, _interrupt)  # a polite kill marks the run interrupted, like Ctrl-C
-    try:
-        runner = make_executor(
-            executor, address=ray_address, num_cpus=num_cpus, cpus_per_item=threads, gpus_per_item=gpus_per_trial
-        )
-        results = run_specs(runner, specs)  # on Ray, each run's folder and records land in --out as it ends
-        shutdown = getattr(runner, "shutdown", None)
-        if shutdown is not None:
-            shutdown()
-    except KeyboardInterrupt:
-        kept = "Every completed event is checkpointed." if executor == "local" else "Finished runs are in --out."
-        console.print(f"[yellow]Interrupted.[/] {kept} Resume with the same command plus [bold]--resume[/].")
-        raise typer.Exit(130) from None
-    except (RunExistsError, RunFolderBusyError, EventError, FileNotFoundError, ValueError, ImportError) as exc:
-        raise fail(exc) from None
-    except WorkerLostError as exc:  # Ray lost a run's worker or node more often than it retries
-        raise fail(exc) from None
-    except LoggerError as exc:  # a --log logger failed; the message says what of the run is kept
-        raise fail(exc) from None
+    results = run(spec, progress=True)  # a bar for local runs
     finished_means_exit_0()  # the work is saved: a signal from now on ends the command with success
-    from lifelong.commands.fact_console import is_fact_result
-
-    if results and is_fact_result(results[0]):
-        from lifelong.commands.fact_console import print_fact_run, print_fact_seeds
-
-        for result in results:
-            print_fact_run(result)
-        if len(results) > 1:
-            print_fact_seeds(results, out)
-        return
-    if results and results[0].get("accuracy_matrix") is not None:
-        from lifelong.commands.accuracy_matrix_console import print_matrix_run, print_matrix_seeds
-
-        for result in results:
-            print_matrix_run(result)
-        if len(results) > 1:
-            print_matrix_seeds(results, out)
-        return
-    for result in results:
-        print_run(result)
-    if len(results) > 1:
-        print_seed_summary(results)
+    print_runs(results, out)

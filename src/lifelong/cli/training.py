@@ -2,23 +2,21 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import typer
-from rich.markup import escape
-from rich.table import Table
 
-from lifelong.cli.common import DATA_ROOT_HELP, interrupted, parse_options
-from lifelong.commands.device_options import (
+from lifelong.cli.common import DATA_ROOT_HELP, parse_options
+from lifelong.cli.options import (
     ChannelsLastOption,
     CompileOption,
     DeviceOption,
     GpusPerTrialOption,
+    OverwriteOption,
     PrecisionOption,
+    ResumeOption,
+    SkipCorruptOption,
 )
-from lifelong.commands.outputs import OverwriteOption, ResumeOption, SkipCorruptOption
-from lifelong.commands.terminal import console, fail
 
 
 def pretrain_cli(
@@ -39,30 +37,27 @@ def pretrain_cli(
     channels_last: ChannelsLastOption = "auto",
 ) -> None:
     """Train a model on a dataset and save a checkpoint for `--learner pretrained -o checkpoint=PATH`."""
-    from lifelong.commands.device_options import accelerator_from
-    from lifelong.commands.pretraining import pretrain_command
+    from lifelong.commands.training_api import PretrainSpec, pretrain
+    from lifelong.commands.training_console import print_summary
 
-    options = parse_options(option)
-    try:
-        accelerator_from(device, precision, compile, channels_last)
-        info = pretrain_command(
-            source,
-            out,
-            architecture,
-            epochs,
-            resolution,
-            seed,
-            options,
-            threads=threads,
-            resume=resume,
-            overwrite=overwrite,
-            skip_corrupt=skip_corrupt,
-        )
-    except (FileNotFoundError, ValueError) as exc:
-        raise fail(exc) from None
-    except KeyboardInterrupt:
-        raise interrupted(out, "Finished trials") from None
-    console.print_json(json.dumps(info, default=str))
+    spec = PretrainSpec(
+        source=source,
+        out=out,
+        architecture=architecture,
+        epochs=epochs,
+        resolution=resolution,
+        seed=seed,
+        options=parse_options(option),
+        threads=threads,
+        resume=resume,
+        overwrite=overwrite,
+        skip_corrupt=skip_corrupt,
+        device=device,
+        precision=precision,
+        compile=compile,
+        channels_last=channels_last,
+    )
+    print_summary(pretrain(spec, progress=True).summary)
 
 
 def pretrain_ssl_cli(
@@ -88,31 +83,29 @@ def pretrain_ssl_cli(
 
     Interrupted? Run the same command with --resume: it continues from <OUT>.work after the last finished epoch.
     """
-    from lifelong.commands.device_options import accelerator_from
-    from lifelong.commands.pretraining import pretrain_ssl_command
+    from lifelong.commands.training_api import PretrainSslSpec, pretrain_ssl
+    from lifelong.commands.training_console import print_summary
 
-    try:
-        accelerator_from(device, precision, compile, channels_last)
-        info = pretrain_ssl_command(
-            stream,
-            out,
-            bucket=bucket,
-            architecture=architecture,
-            epochs=epochs,
-            resolution=resolution,
-            seed=seed,
-            threads=threads,
-            data_root=str(data_root) if data_root else None,
-            source_options=parse_options(stream_option),
-            resume=resume,
-            overwrite=overwrite,
-            skip_corrupt=skip_corrupt,
-        )
-    except (FileNotFoundError, ValueError) as exc:
-        raise fail(exc) from None
-    except KeyboardInterrupt:
-        raise interrupted(out, "Finished epochs") from None
-    console.print_json(json.dumps(info, default=str))
+    spec = PretrainSslSpec(
+        out=out,
+        stream=stream,
+        bucket=bucket,
+        architecture=architecture,
+        epochs=epochs,
+        resolution=resolution,
+        seed=seed,
+        threads=threads,
+        data_root=data_root,
+        stream_options=parse_options(stream_option),
+        resume=resume,
+        overwrite=overwrite,
+        skip_corrupt=skip_corrupt,
+        device=device,
+        precision=precision,
+        compile=compile,
+        channels_last=channels_last,
+    )
+    print_summary(pretrain_ssl(spec, progress=True).summary)
 
 
 def transfer_matrix_cli(
@@ -139,51 +132,25 @@ def transfer_matrix_cli(
 
     Finished cells are kept in <OUT>.work: interrupted, the same command with --resume continues from them.
     """
-    from lifelong.commands.device_options import accelerator_from
-    from lifelong.commands.outputs import dropping_empty_work, finish_output, prepare_output, work_folder
-    from lifelong.core.executors import make_executor
-    from lifelong.core.files import atomic_write_bytes
-    from lifelong.suites import get_stream
-    from lifelong.training.loop import set_torch_threads
-    from lifelong.training.transfer_matrix import transfer_matrix
+    from lifelong.commands.training_api import TransferMatrixSpec, transfer_matrix
+    from lifelong.commands.training_console import print_transfer_matrix
 
-    set_torch_threads(threads)
-    try:
-        accelerator_from(device, precision, compile, channels_last)
-        state = prepare_output(out, resume=resume, overwrite=overwrite, what="transfer matrix")
-        if state == "done":
-            result = json.loads(out.read_text())
-        else:
-            built = get_stream(
-                stream,
-                data_root=str(data_root) if data_root else None,
-                allow_missing=False,
-                skip_corrupt=skip_corrupt,
-            )
-            runner = None
-            if executor != "local":
-                runner = make_executor(executor, cpus_per_item=threads, gpus_per_item=gpus_per_trial)
-            with dropping_empty_work(out):
-                result = transfer_matrix(
-                    built,
-                    epochs=epochs,
-                    trials=trials,
-                    seed=seed,
-                    executor=runner,
-                    cache_dir=work_folder(out),
-                    progress=True,
-                )
-            atomic_write_bytes(out, json.dumps(result, indent=2).encode())
-            finish_output(out)
-    except (FileNotFoundError, ValueError) as exc:
-        raise fail(exc) from None
-    except KeyboardInterrupt:
-        raise interrupted(out, "Finished cells") from None
-    table = Table(title=f"transfer matrix of {stream} (accuracy gain over Independent; row = source)")
-    table.add_column("from \\ to", overflow="fold")
-    for uid in result["tasks"]:
-        table.add_column(uid, justify="right", overflow="fold")
-    for uid, row in zip(result["tasks"], result["matrix"], strict=True):
-        table.add_row(uid, *(f"{v:+.3f}" if v is not None else "-" for v in row))
-    console.print(table)
-    console.print(f"written to {escape(str(out))}")
+    spec = TransferMatrixSpec(
+        stream=stream,
+        out=out,
+        epochs=epochs,
+        trials=trials,
+        seed=seed,
+        executor=executor,
+        data_root=data_root,
+        threads=threads,
+        resume=resume,
+        overwrite=overwrite,
+        skip_corrupt=skip_corrupt,
+        device=device,
+        precision=precision,
+        compile=compile,
+        channels_last=channels_last,
+        gpus_per_trial=gpus_per_trial,
+    )
+    print_transfer_matrix(transfer_matrix(spec, progress=True))

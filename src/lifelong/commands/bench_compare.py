@@ -1,49 +1,139 @@
-"""`lifelong bench compare`: accuracy estimators from few samples, side by side on the same draws.
+"""`lifelong bench compare` from Python: accuracy estimators from few samples, side by side on the same draws.
 
-Two modes. With `--rank RANK.npy --eval EVAL.npy --budget N --seed S`, every method is fitted on RANK's rows
-(the source models) and estimates each EVAL row's accuracy from its outcomes on the method's N samples; EVAL's
-full rows give the truth. With `--zoo DIR` (or `--matrix`, `--models`, `--samples`), the protocol: the zoo's
-models split into sources and targets (interpolation, extrapolation, shift), `--seeds` seeds each, every budget
-and method; records go to OUT/records.jsonl as they finish (`--resume` continues), the table to OUT/table.json.
+Two modes. With `rank` and `evaluate` (`--rank RANK.npy --eval EVAL.npy`), every method is fitted on RANK's rows
+(the source models) and estimates each EVAL row's accuracy from its outcomes on the method's `budget` samples, drawn
+with `seed`; EVAL's full rows give the truth. With `zoo` (or `matrix`, `models`, `samples`), the protocol: the
+zoo's models split into sources and targets (interpolation, extrapolation, shift), `seeds` seeds each, every budget
+and method; records go to OUT/records.jsonl as they finish (`resume` continues), the table to OUT/table.json.
+Nothing here prints: `bench_console` renders the result as the command prints it.
 """
 
 from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import typer
 
-from lifelong.commands.terminal import console, fail, note
+from lifelong.commands.bench_inputs import at_least, parse_budgets, toolkit_errors
+from lifelong.core.errors import Interrupted, ResumeRefused, UsageError
+from lifelong.core.progress import Progress, progress_bar
 
-_DEFAULT_BUDGETS = "10,30,100,1000"
+if TYPE_CHECKING:
+    import pandas as pd
 
 
-def _methods(text: str | None) -> list[str]:
+@dataclass(frozen=True)
+class BenchCompareSpec:
+    """`lifelong bench compare`: `rank` + `evaluate` (`--rank`, `--eval`) for one budget and seed, or the protocol on
+    `zoo` (or `matrix`, with `models` for the shift split's `family` column and `samples` for each sample's domain)
+    into `out`. `methods`: names or a comma-separated list (default: every registered estimator)."""
+
+    rank: str | Path | None = None
+    evaluate: str | Path | None = None
+    budget: int = 100
+    seed: int = 0
+    zoo: str | Path | None = None
+    matrix: str | Path | None = None
+    models: str | Path | None = None
+    samples: str | Path | None = None
+    splits: str | Sequence[str] = "interpolation,extrapolation,shift"
+    seeds: int = 10
+    budgets: str | Sequence[int] = "10,30,100,1000"
+    methods: str | Sequence[str] | None = None
+    family: str = "architecture"
+    out: str | Path | None = None
+    resume: bool = False
+    overwrite: bool = False
+
+
+@dataclass(frozen=True)
+class BenchCompareResult:
+    """What a comparison found. `--rank`/`--eval`: `single`, the interface's data (budget, seed, per method its
+    estimates, low, high, mae, seconds, peak_mib; the truth), fitted on `sources` models. The protocol: `rows` (per
+    split, budget and method: MAE and its interval, ratio to random-mean, RMSE, tau, coverage, ...) and `paired`
+    (`lifelong` against each method), also in `out`/table.json beside the records."""
+
+    single: dict[str, Any] | None = None
+    sources: int = 0
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    paired: list[dict[str, Any]] = field(default_factory=list)
+    out: Path | None = None
+
+    def frame(self) -> pd.DataFrame:
+        """One row per method (`--rank`/`--eval`: method, mae, seconds, peak_mib) or per protocol table row."""
+        import pandas as pd
+
+        if self.single is None:
+            return pd.DataFrame(self.rows)
+        keep = ("mae", "seconds", "peak_mib")
+        return pd.DataFrame(
+            [{"method": name} | {k: row[k] for k in keep} for name, row in self.single["methods"].items()]
+        )
+
+
+def bench_compare(spec: BenchCompareSpec, *, progress: Progress = False) -> BenchCompareResult:
+    """Run the comparison the spec asks for. `progress` advances once per method (`--rank`/`--eval`) or per record
+    of the protocol, its description naming what finished and its mean absolute error; Ctrl-C in the protocol keeps
+    the finished records for `resume`."""
+    at_least(spec.budget, 1, "--budget")
+    at_least(spec.seed, 0, "--seed")
+    at_least(spec.seeds, 1, "--seeds")
+    with toolkit_errors():
+        names = _methods(spec.methods)
+        if spec.rank is not None or spec.evaluate is not None:
+            if spec.rank is None or spec.evaluate is None:
+                raise UsageError("--rank and --eval go together")
+            return _single_run(Path(spec.rank), Path(spec.evaluate), spec.budget, spec.seed, names, progress)
+        if spec.out is None:
+            raise UsageError("the protocol (--zoo or --matrix) writes its records and table to --out DIR")
+        out = Path(spec.out)
+        if spec.resume and spec.overwrite:
+            raise UsageError("--resume and --overwrite exclude each other: give one of them")
+        if (out / "records.jsonl").exists() and not (spec.resume or spec.overwrite):
+            raise ResumeRefused(f"{out} holds a comparison: --resume continues it, --overwrite starts again")
+        splits = spec.splits.split(",") if isinstance(spec.splits, str) else spec.splits
+        split_names = [w.strip() for w in splits if w.strip()]
+        inputs = _zoo_inputs(spec.zoo, spec.matrix, spec.models, spec.samples)
+        budgets = parse_budgets(spec.budgets)
+        return _protocol_run(inputs, split_names, spec.seeds, budgets, names, spec.family, out, spec.resume, progress)
+
+
+def _methods(given: str | Sequence[str] | None) -> list[str]:
+    """The estimators' names: every registered one (random-mean first) for none or "all", else the given ones."""
     from lifelong.core.suggest import did_you_mean
     from lifelong.sortsearch.estimators.base import estimator_names
 
     known = estimator_names()
-    if not text or text == "all":
+    if not given or given == "all":
         return sorted(known, key=lambda name: (name != "random-mean", name))
-    names = [w.strip() for w in text.split(",") if w.strip()]
+    words = given.split(",") if isinstance(given, str) else given
+    names = [w.strip() for w in words if w.strip()]
     for name in names:
         if name not in known:
-            raise ValueError(f"unknown method {name!r}{did_you_mean(name, known)}; the methods: {', '.join(known)}")
+            raise UsageError(f"unknown method {name!r}{did_you_mean(name, known)}; the methods: {', '.join(known)}")
     return names
 
 
-def single_run(rank: Path, evaluate: Path, budget: int, seed: int, methods: list[str], as_json: bool) -> None:
+def _mae(record: Any) -> float:
+    """A record's mean absolute error over its target models."""
+    return float(np.mean(np.abs(np.subtract(record.estimate, record.truth))))
+
+
+def _single_run(
+    rank: Path, evaluate: Path, budget: int, seed: int, methods: list[str], progress: Progress
+) -> BenchCompareResult:
     """Every method fitted on RANK, estimating EVAL's rows at one budget and seed."""
     from lifelong.sortsearch.estimators.protocol import Split, run_one
     from lifelong.sortsearch.experiment import load_matrix, matrix_size
 
     source, target = load_matrix(rank), load_matrix(evaluate)
     if source.shape[1] != target.shape[1]:
-        raise ValueError(
+        raise UsageError(
             f"--rank holds {matrix_size(source.shape)} but --eval {matrix_size(target.shape)}: the same samples "
             "(columns) are needed"
         )
@@ -51,35 +141,36 @@ def single_run(rank: Path, evaluate: Path, budget: int, seed: int, methods: list
     m = source.shape[0]
     split = Split("given", int(seed), np.arange(m), np.arange(m, matrix.shape[0]))
     out: dict[str, Any] = {"budget": int(budget), "seed": int(seed), "methods": {}}
-    for method in methods:
-        record = run_one(matrix, split, int(budget), method)
-        out["methods"][method] = {
-            "estimates": record.estimate,
-            "low": record.low,
-            "high": record.high,
-            "mae": float(np.mean(np.abs(np.subtract(record.estimate, record.truth)))),
-            "seconds": record.seconds,
-            "peak_mib": record.peak_mib,
-        }
-        out["truth"] = record.truth
-    if as_json:
-        print(json.dumps(out))
-        return
-    console.print(f"{target.shape[0]} models estimated from {budget} samples each, fitted on {m} models (seed {seed})")
-    console.print(f"{'method':<16} {'mean abs error %':>17} {'seconds':>9}")
-    for method, row in out["methods"].items():
-        console.print(f"{method:<16} {100 * row['mae']:>17.2f} {row['seconds']:>9.3f}")
+    with progress_bar(progress, len(methods), description="compare") as advance:
+        for method in methods:
+            record = run_one(matrix, split, int(budget), method)
+            out["methods"][method] = {
+                "estimates": record.estimate,
+                "low": record.low,
+                "high": record.high,
+                "mae": _mae(record),
+                "seconds": record.seconds,
+                "peak_mib": record.peak_mib,
+            }
+            out["truth"] = record.truth
+            advance(1, f"{method}: mean abs error {100 * _mae(record):.2f}%")
+    return BenchCompareResult(single=out, sources=m)
 
 
-def _zoo_inputs(zoo: Path | None, matrix: Path | None, models: Path | None, samples: Path | None):
+def _zoo_inputs(
+    zoo: str | Path | None, matrix: str | Path | None, models: str | Path | None, samples: str | Path | None
+) -> tuple[Path, Path | None, Path | None]:
+    """(matrix, models.csv, samples.csv): the zoo's files, or those given."""
     if zoo is not None:
+        zoo = Path(zoo)
         matrix, models, samples = zoo / "correctness.npy", zoo / "models.csv", zoo / "samples.csv"
     if matrix is None:
-        raise ValueError("give --zoo DIR, or --matrix FILE (with --models and --samples for the shift split)")
-    return matrix, models, samples
+        raise UsageError("give --zoo DIR, or --matrix FILE (with --models and --samples for the shift split)")
+    return Path(matrix), None if models is None else Path(models), None if samples is None else Path(samples)
 
 
 def _column(path: Path | None, column: str, rows: int, what: str) -> list[str] | None:
+    """The `column` of a CSV of one row per matrix row (or column), or None without the file."""
     if path is None or not path.exists():
         return None
     with path.open(newline="") as handle:
@@ -91,7 +182,7 @@ def _column(path: Path | None, column: str, rows: int, what: str) -> list[str] |
     return [row[column] for row in table]
 
 
-def protocol_run(
+def _protocol_run(
     inputs: tuple[Path, Path | None, Path | None],
     splits: list[str],
     seeds: int,
@@ -100,9 +191,9 @@ def protocol_run(
     family: str,
     out: Path,
     resume: bool,
-    as_json: bool,
-) -> None:
-    from lifelong.commands.bench_compare_table import table_lines
+    progress: Progress,
+) -> BenchCompareResult:
+    """The protocol: records appended to OUT/records.jsonl as they finish, the table written to OUT/table.json."""
     from lifelong.sortsearch.estimators.protocol import make_splits, run_comparison
     from lifelong.sortsearch.estimators.scoring import paired, summarize
     from lifelong.sortsearch.experiment import load_matrix
@@ -113,75 +204,26 @@ def protocol_run(
     domains = _column(samples_path, "domain", matrix.shape[1], "each sample's domain")
     groups = None if domains is None else np.unique(domains, return_inverse=True)[1]
     if "shift" in splits and families is None:
-        raise ValueError("the shift split needs --models (or --zoo) with each model's family column")
+        raise UsageError("the shift split needs --models (or --zoo) with each model's family column")
     if min(budgets) < 1 or max(budgets) > matrix.shape[1]:
-        raise ValueError(f"budgets must lie between 1 and the {matrix.shape[1]} samples")
+        raise UsageError(f"budgets must lie between 1 and the {matrix.shape[1]} samples")
     all_splits = make_splits(matrix.mean(axis=1), splits, seeds, families)
     out.mkdir(parents=True, exist_ok=True)
     total = len(all_splits) * len(budgets) * len(methods)
-    done = [0]
+    records_path = out / "records.jsonl"
+    with progress_bar(progress, total, description="compare") as advance:
 
-    def progress(record: Any) -> None:
-        done[0] += 1
-        if not as_json:
-            console.print(
-                f"[{done[0]}/{total}] {record.split} seed {record.seed} n'={record.budget} {record.method}: "
-                f"mean abs error {100 * np.mean(np.abs(np.subtract(record.estimate, record.truth))):.2f}%"
+        def finished(record: Any) -> None:
+            what = f"{record.split} seed {record.seed} n'={record.budget} {record.method}"
+            advance(1, f"{what}: mean abs error {100 * _mae(record):.2f}%")
+
+        try:
+            records = run_comparison(
+                matrix, all_splits, budgets, methods, records_path, resume=resume, groups=groups, on_record=finished
             )
-
-    records = run_comparison(
-        matrix, all_splits, budgets, methods, out / "records.jsonl", resume=resume, groups=groups, on_record=progress
-    )
+        except KeyboardInterrupt:
+            raise Interrupted(f"Finished records are kept in {records_path}: add --resume to continue.") from None
     rows = summarize(records)
     versus = paired(records, "lifelong") if "lifelong" in methods else []
     (out / "table.json").write_text(json.dumps({"rows": rows, "paired": versus}, indent=1))
-    if as_json:
-        print(json.dumps({"rows": rows, "paired": versus}))
-        return
-    for line in table_lines(rows, versus):
-        console.print(line, highlight=False, soft_wrap=True)
-    note(f"records in {out / 'records.jsonl'}, the table in {out / 'table.json'}")
-
-
-def compare(
-    rank: Path = typer.Option(None, "--rank", metavar="FILE", help="Source models' matrix .npy (uint8 0/1)."),
-    evaluate: Path = typer.Option(None, "--eval", metavar="FILE", help="Target models' matrix .npy (same samples)."),
-    budget: int = typer.Option(100, "--budget", min=1, metavar="N", help="Samples each target is evaluated on."),
-    seed: int = typer.Option(0, "--seed", min=0, metavar="S", help="Seed of the random draws."),
-    zoo: Path = typer.Option(None, "--zoo", metavar="DIR", help="A zoo folder (`bench build-zoo`): the protocol."),
-    matrix: Path = typer.Option(None, "--matrix", metavar="FILE", help="The protocol on this matrix .npy."),
-    models: Path = typer.Option(None, "--models", metavar="FILE", help="models.csv (families, for --splits shift)."),
-    samples: Path = typer.Option(None, "--samples", metavar="FILE", help="samples.csv (each sample's domain)."),
-    splits: str = typer.Option(
-        "interpolation,extrapolation,shift", "--splits", metavar="LIST", help="Splits of the models, comma-separated."
-    ),
-    seeds: int = typer.Option(10, "--seeds", min=1, metavar="N", help="Seeds per split."),
-    budgets: str = typer.Option(_DEFAULT_BUDGETS, "--budgets", metavar="LIST", help="Budgets of the protocol."),
-    methods: str = typer.Option(None, "--methods", metavar="LIST", help="Methods (default: every registered one)."),
-    family: str = typer.Option("architecture", "--family", metavar="COLUMN", help="models.csv column of families."),
-    out: Path = typer.Option(None, "--out", metavar="DIR", help="Output folder of the protocol."),
-    resume: bool = typer.Option(False, "--resume", help="Continue the comparison in --out."),
-    overwrite: bool = typer.Option(False, "--overwrite", help="Delete the comparison in --out and start again."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
-) -> None:
-    """Compare estimators of a model's accuracy from few samples: on --rank/--eval, or the protocol on a zoo."""
-    from lifelong.commands.bench_reports import parse_budgets
-
-    try:
-        names = _methods(methods)
-        if rank is not None or evaluate is not None:
-            if rank is None or evaluate is None:
-                raise ValueError("--rank and --eval go together")
-            single_run(rank, evaluate, budget, seed, names, as_json)
-            return
-        if out is None:
-            raise ValueError("the protocol (--zoo or --matrix) writes its records and table to --out DIR")
-        if resume and overwrite:
-            raise ValueError("--resume and --overwrite exclude each other: give one of them")
-        if (out / "records.jsonl").exists() and not (resume or overwrite):
-            raise ValueError(f"{out} holds a comparison: --resume continues it, --overwrite starts again")
-        split_names = [w.strip() for w in splits.split(",") if w.strip()]
-        inputs = _zoo_inputs(zoo, matrix, models, samples)
-        protocol_run(inputs, split_names, seeds, parse_budgets(budgets), names, family, out, resume, as_json)
-    except (FileNotFoundError, ValueError, TypeError) as exc:
-        raise fail(exc) from None
+    return BenchCompareResult(rows=rows, paired=versus, out=out)

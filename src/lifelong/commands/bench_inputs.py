@@ -1,22 +1,38 @@
-"""What the `lifelong bench` commands share: the store opened (or a one-line error), results and CSV files read with
-errors that name the file, line and column, and the --resume / --overwrite checks."""
+"""What the `lifelong bench` workflows share: the store opened (or a one-line error), results and CSV files read with
+errors that name the file, line and column, budgets parsed, the --resume / --overwrite checks, and the errors of the
+layers below turned into the toolkit's own (`toolkit_errors`), with the messages the command line prints."""
 
 from __future__ import annotations
 
 import csv
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
-import typer
 
-from lifelong.commands.terminal import fail
+from lifelong.core.errors import DataError, LifelongError, UsageError
 
 
-def _fail(exc: BaseException | str) -> typer.Exit:
-    """`fail` with the message of a KeyError as written (str() of a KeyError adds quotes)."""
-    if isinstance(exc, KeyError) and exc.args:
-        return fail(str(exc.args[0]))
-    return fail(exc)
+def toolkit_error(exc: BaseException | str) -> LifelongError:
+    """The toolkit error for what the store's layers raised, with its message as written (str() of a KeyError adds
+    quotes): a LifelongError as it is; a file missing, unreadable or of the wrong type (OSError, TypeError) a
+    DataError; a bad value or an unknown name (ValueError, LookupError) a UsageError."""
+    if isinstance(exc, LifelongError):
+        return exc
+    text = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
+    return DataError(text) if isinstance(exc, OSError | TypeError) else UsageError(text)
+
+
+@contextmanager
+def toolkit_errors() -> Iterator[None]:
+    """Raise what the block raises (ValueError, LookupError, OSError, TypeError) as the toolkit's errors."""
+    try:
+        yield
+    except LifelongError:
+        raise
+    except (ValueError, LookupError, OSError, TypeError) as exc:
+        raise toolkit_error(exc) from exc
 
 
 def _some(values: list[int]) -> str:
@@ -24,16 +40,16 @@ def _some(values: list[int]) -> str:
     return ", ".join(str(v) for v in values[:5]) + (", ..." if len(values) > 5 else "") if values else "none"
 
 
-def _open(store: Path):
-    """The store at `store`, or a one-line error (exit 2) when there is none or it cannot be read."""
+def _open(store: Path):  # noqa: ANN202 (a BenchStore: its module needs the [bench] extra, imported here)
+    """The store at `store`, or a DataError when there is none or it cannot be read."""
     from lifelong.sortsearch.store import BenchStore
 
     if not store.exists():
-        raise fail(f"no benchmark store at {store}; create one with `lifelong bench create {store}`")
+        raise DataError(f"no benchmark store at {store}; create one with `lifelong bench create {store}`")
     try:
         return BenchStore.open(store)
     except (FileNotFoundError, NotADirectoryError, ValueError) as exc:
-        raise fail(f"{store} is not a readable benchmark store: {exc}") from None
+        raise DataError(f"{store} is not a readable benchmark store: {exc}") from exc
 
 
 def _csv_rows(path: Path, columns: tuple[str, ...], what: str) -> list[dict[str, str]]:
@@ -107,4 +123,40 @@ def _held_store(path: Path) -> tuple[int, int] | None:
 def _one_of(resume: bool, overwrite: bool) -> None:
     """Refuse --resume together with --overwrite."""
     if resume and overwrite:
-        raise fail("give --resume or --overwrite, not both")
+        raise UsageError("give --resume or --overwrite, not both")
+
+
+def at_least(value: int | float | None, low: int | float, option: str) -> None:
+    """Refuse a number below `low` given to `option` (the command line checks it as it reads the flag)."""
+    if value is not None and value < low:
+        raise UsageError(f"{option} {value} must be at least {low}")
+
+
+def parse_budgets(budgets: str | Sequence[int]) -> list[int]:
+    """Budgets from a comma-separated string ("8,32,300"), a geometric run ("8,16,...,16384": each term the previous
+    times b/a up to z, exactly), or a sequence of ints."""
+    if not isinstance(budgets, str):
+        return list(budgets)
+    words = [w.strip() for w in budgets.split(",") if w.strip()]
+    form = "comma-separated integers like 8,32,300, or a geometric run like 8,16,...,16384"
+    try:
+        if "..." not in words:
+            return [int(w) for w in words]
+        dots = words.index("...")
+        head, tail = [int(w) for w in words[:dots]], [int(w) for w in words[dots + 1 :]]
+    except ValueError:
+        raise UsageError(f"budgets must be {form}; got {budgets!r}") from None
+    if words.count("...") != 1 or len(head) < 2 or len(tail) != 1 or head[0] < 1:
+        raise UsageError(f"budgets must be {form} (two or more terms, '...', the last term); got {budgets!r}")
+    ratio, rest = divmod(head[1], head[0])
+    if rest or ratio < 2 or any(b != head[0] * ratio**i for i, b in enumerate(head)):
+        raise UsageError(f"budgets {budgets!r}: the terms before '...' must grow by a whole factor, as 8,16,... does")
+    out = list(head)
+    while out[-1] < tail[0]:
+        out.append(out[-1] * ratio)
+    if out[-1] != tail[0]:
+        raise UsageError(
+            f"budgets {budgets!r}: a geometric run must end on one of its terms, and {tail[0]} is not reached from "
+            f"{head[0]} by factors of {ratio}"
+        )
+    return out

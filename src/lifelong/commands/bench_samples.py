@@ -1,4 +1,4 @@
-"""`lifelong bench plan-samples` / `add-samples`: add samples evaluated on m' models only (the paper's insert_D).
+"""`lifelong bench plan-samples` / `add-samples` from Python: add samples evaluated on m' models only (insert_D).
 
 plan-samples picks the m' models to evaluate new samples on, spread over the store's models ranked most accurate
 first; add-samples reads the new samples (the samples CSV of `bench import`) and those models' outcomes on them,
@@ -9,7 +9,8 @@ A kill never corrupts the store (its write lock and registry, `store.py`) and a 
 add: before registering the samples, add-samples writes the plan it uses and a digest of the outcomes to
 STORE/plans/add-samples-<digest of the samples>.json and deletes that file when every cell is written. A rerun
 that finds the samples registered and that file present writes their cells again with the same plan (the writes
-are idempotent), so the store ends equal to an uninterrupted add.
+are idempotent), so the store ends equal to an uninterrupted add: from Python, call `bench_add_samples` again with
+the same spec. Nothing here prints (`bench_console` renders the results as the commands print them).
 """
 
 from __future__ import annotations
@@ -18,14 +19,14 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import typer
-from rich.markup import escape
 
-from lifelong.commands.terminal import console, note
+from lifelong.commands.bench_inputs import _csv_rows, _int_cell, _open, _some, at_least, toolkit_errors
+from lifelong.core.errors import Interrupted, ResumeRefused, UsageError
 from lifelong.core.files import atomic_write_bytes
+from lifelong.core.progress import Progress, ProgressUpdate, progress_bar
 
 if TYPE_CHECKING:
     from lifelong.sortsearch.insert import SamplePlan
@@ -102,8 +103,6 @@ def read_sample_results(path: Path, samples: int) -> tuple[list[str] | None, np.
     """(model names or None, outcomes [models, samples]) of the new samples from RESULTS: a CSV model,sample_id,
     correct (sample_id: the row of the samples CSV, 0, 1, ...; every model on every sample; names in file order),
     or a 2-D .npy (no names: rows in plan order)."""
-    from lifelong.commands.bench_inputs import _csv_rows, _int_cell
-
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such results file")
     if path.suffix == ".npy":
@@ -136,8 +135,6 @@ def read_sample_results(path: Path, samples: int) -> tuple[list[str] | None, np.
 
 def in_plan_order(given: list[str] | None, outcomes: np.ndarray, planned: list[str], path: Path) -> np.ndarray:
     """The outcomes' rows in plan order: a CSV's by name (exactly the planned models), a .npy's as they are."""
-    from lifelong.commands.bench_inputs import _some
-
     if given is None:
         if outcomes.shape[0] != len(planned):
             raise ValueError(
@@ -174,14 +171,16 @@ def _npy_results(path: Path, samples: int) -> np.ndarray:
 
 # -- adding --------------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class AddedSamples:
-    """What an add did: the new samples' ids, the planned models, each sample's estimated difficulty k of m."""
+class BenchAddSamplesResult:
+    """What an add did: the new samples' ids, the planned models, each sample's estimated difficulty k (how many of
+    the store's `models` get it right), and whether it completed an interrupted add of the same samples."""
 
     sample_ids: list[int]
     planned: list[str]
     difficulty: np.ndarray
     models: int
     resumed: bool
+    store: Path
 
 
 def _digest(data: bytes) -> str:
@@ -189,10 +188,17 @@ def _digest(data: bytes) -> str:
 
 
 def add_samples_from_files(
-    bench: Any, samples: Path, results: Path, plan_file: Path | None, sampling: str, seed: int
-) -> AddedSamples:
+    bench: Any,
+    samples: Path,
+    results: Path,
+    plan_file: Path | None,
+    sampling: str,
+    seed: int,
+    advance: ProgressUpdate | None = None,
+) -> BenchAddSamplesResult:
     """Add the samples of the samples CSV `samples` from their planned models' outcomes in `results`; complete an
-    interrupted add of the same samples (module docstring). Raises ValueError / LookupError / OSError in CLI words."""
+    interrupted add of the same samples (module docstring). Raises ValueError / LookupError / OSError in CLI words.
+    `advance` moves a progress bar of two steps: the samples registered, their cells written."""
     from lifelong.sortsearch.insert import sample_thresholds, write_sample_cells
     from lifelong.sortsearch.plan_cache import PLANS_DIR
     from lifelong.sortsearch.samples_csv import read_samples_csv, store_records
@@ -230,6 +236,8 @@ def add_samples_from_files(
                 "pass the same --results to complete it"
             )
         ids = [stored[h] for h in hashes]
+        if advance is not None:
+            advance(1, "samples registered before")
         write_sample_cells(bench, ids, plan, outcomes)
     else:
         n = bench.size()[0]
@@ -240,9 +248,14 @@ def add_samples_from_files(
         except Exception:
             pending.unlink(missing_ok=True)  # nothing was registered: no add to complete
             raise
+        if advance is not None:
+            advance(1, "samples registered")
         write_sample_cells(bench, ids, plan, outcomes)
     pending.unlink(missing_ok=True)
-    return AddedSamples(ids, names, sample_thresholds(plan, outcomes), plan.ranked_models.size, resumed)
+    if advance is not None:
+        advance(1, "cells written")
+    k = sample_thresholds(plan, outcomes)
+    return BenchAddSamplesResult(ids, names, k, int(plan.ranked_models.size), resumed, Path(bench.path))
 
 
 def _plan(
@@ -273,119 +286,82 @@ def _read_json(path: Path) -> Any:
         ) from None
 
 
-def _span(ids: list[int]) -> str:
-    """Sample ids as '300-359' when consecutive, else the first few."""
-    if ids == list(range(ids[0], ids[0] + len(ids))):
-        return f"{ids[0]}-{ids[-1]}" if len(ids) > 1 else str(ids[0])
-    return ", ".join(map(str, ids[:5])) + (", ..." if len(ids) > 5 else "")
+# -- the workflows -------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class BenchPlanSamplesSpec:
+    """`lifelong bench plan-samples STORE --budget M`: the m' models new samples must be evaluated on, spread over
+    the store's models ranked most accurate first (`sampling` uniform, the paper's) or at random (with `seed`);
+    `out` writes the plan (JSON, for add-samples' `plan`), `overwrite` replaces an existing one."""
+
+    store: str | Path
+    budget: int
+    sampling: str = "uniform"
+    seed: int = 0
+    out: str | Path | None = None
+    overwrite: bool = False
 
 
-def added_lines(added: AddedSamples, store: Path) -> list[str]:
-    """What was added and the estimate's summary, as printed."""
-    s, m, planned = len(added.sample_ids), added.models, len(added.planned)
-    k = added.difficulty
-    head = "completed the interrupted add: " if added.resumed else "added "
-    return [
-        f"{head}{s} samples (ids {_span(added.sample_ids)}) to {store}: observed on {planned} of {m} models "
-        f"({planned * s} cells), estimated for the other {m - planned}",
-        f"estimated difficulty (models of {m} that get a sample right): mean {k.mean():.1f} ({k.mean() / m:.2f} of "
-        f"the models), median {np.median(k):g}, min {k.min()}, max {k.max()}",
-    ]
+@dataclass(frozen=True)
+class BenchPlanSamplesResult:
+    """The planned models' names and ids, most accurate first, out of the store's `store_models` models, and the
+    plan file written (None without `out`)."""
+
+    models: list[str]
+    model_ids: list[int]
+    store_models: int
+    budget: int
+    sampling: str
+    store: Path
+    out: Path | None = None
 
 
-# -- the commands --------------------------------------------------------------------------------------------------
-def plan_samples_command(
-    store: Annotated[Path, typer.Argument(help="The store.")],
-    budget: Annotated[
-        int, typer.Option("--budget", metavar="M", min=1, help="m': models to evaluate the new samples on.")
-    ],
-    sampling: Annotated[
-        str,
-        typer.Option(
-            "--sampling",
-            metavar="uniform|random",
-            help="Spread evenly over the models ranked most accurate first (the paper's), or at random.",
-        ),
-    ] = "uniform",
-    seed: Annotated[int, typer.Option("--seed", metavar="N", min=0, help="Seed of --sampling random.")] = 0,
-    out: Annotated[
-        Path | None,
-        typer.Option("--out", metavar="PLAN", help="Write the plan (JSON, for add-samples --plan); print a summary."),
-    ] = None,
-    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing PLAN file.")] = False,
-) -> None:
-    """Print the models new samples must be evaluated on (one name per line, most accurate first)."""
-    from lifelong.commands.bench_inputs import _fail, _open, _some
+def bench_plan_samples(spec: BenchPlanSamplesSpec) -> BenchPlanSamplesResult:
+    """Plan the models new samples must be evaluated on; write the plan to `out` when given."""
     from lifelong.sortsearch.insert import plan_samples
 
-    try:
-        if out is not None and out.exists() and not overwrite:
-            raise ValueError(f"{out} already exists; pass --overwrite to replace it, or --out to write elsewhere")
+    at_least(spec.budget, 1, "--budget")
+    at_least(spec.seed, 0, "--seed")
+    store, out = Path(spec.store), None if spec.out is None else Path(spec.out)
+    with toolkit_errors():
+        if out is not None and out.exists() and not spec.overwrite:
+            raise ResumeRefused(f"{out} already exists; pass --overwrite to replace it, or --out to write elsewhere")
         with _open(store) as bench:
             n, m = bench.size()
-            if 0 < m < budget:  # no models at all: plan_samples says so
-                raise ValueError(f"--budget {budget} is more than the store's {m} models: lower it")
-            plan = plan_samples(bench, budget, sampling=sampling, seed=seed)
+            if 0 < m < spec.budget:  # no models at all: plan_samples says so
+                raise UsageError(f"--budget {spec.budget} is more than the store's {m} models: lower it")
+            plan = plan_samples(bench, spec.budget, sampling=spec.sampling, seed=spec.seed)
             names = [record.name for record in bench.model_records()]
         planned = [names[i] for i in plan.model_ids.tolist()]
         if out is not None:
-            atomic_write_bytes(out, json.dumps(plan_document(plan, names, sampling, seed, n), indent=1).encode())
-    except (LookupError, ValueError, OSError) as exc:
-        raise _fail(exc) from None
-    if out is None:
-        typer.echo("\n".join(planned))
-        return
-    for line in (
-        f"planned {budget} of {m} models ({sampling} over the ranking, most accurate first): {_some(planned)}",
-        f"written to {out}; evaluate every new sample on them, then:",
-        f"  lifelong bench add-samples {store} --samples NEW.csv --results RESULTS.csv --plan {out}",
-    ):
-        console.print(escape(line), highlight=False, soft_wrap=True)
+            document = plan_document(plan, names, spec.sampling, spec.seed, n)
+            atomic_write_bytes(out, json.dumps(document, indent=1).encode())
+    return BenchPlanSamplesResult(planned, plan.model_ids.tolist(), m, spec.budget, spec.sampling, store, out)
 
 
-def add_samples_command(
-    store: Annotated[Path, typer.Argument(help="The store.")],
-    samples: Annotated[
-        Path,
-        typer.Option(
-            "--samples",
-            metavar="FILE",
-            help="The new samples: a samples CSV as `bench import` takes (source, domain, label, content_hash).",
-        ),
-    ],
-    results: Annotated[
-        Path,
-        typer.Option(
-            "--results",
-            metavar="FILE",
-            help="CSV model,sample_id,correct (sample_id: the row of --samples, 0, 1, ...), or a 2-D .npy: the "
-            "planned models (in plan order) x the new samples.",
-        ),
-    ],
-    plan: Annotated[
-        Path | None,
-        typer.Option("--plan", metavar="PLAN", help="The plan from `plan-samples --out` (default: plan again)."),
-    ] = None,
-    sampling: Annotated[
-        str,
-        typer.Option("--sampling", metavar="uniform|random", help="The plan used, without --plan (see plan-samples)."),
-    ] = "uniform",
-    seed: Annotated[
-        int, typer.Option("--seed", metavar="N", min=0, help="The seed the plan used, without --plan.")
-    ] = 0,
-) -> None:
-    """Add samples from their outcomes on the planned models (the other models' cells estimated).
+@dataclass(frozen=True)
+class BenchAddSamplesSpec:
+    """`lifelong bench add-samples STORE --samples NEW.csv --results RESULTS`: add the samples of a samples CSV from
+    their outcomes on the planned models (`plan`, a plan-samples file; without it planned again with `sampling` and
+    `seed`), every other model's cells estimated. Run it again after an interruption: it completes the add."""
 
-    Run it again after an interruption: it completes the add with the same plan.
-    """
-    from lifelong.commands.bench_inputs import _fail, _open
+    store: str | Path
+    samples: str | Path
+    results: str | Path
+    plan: str | Path | None = None
+    sampling: str = "uniform"
+    seed: int = 0
 
-    try:
-        with _open(store) as bench:
-            added = add_samples_from_files(bench, samples, results, plan, sampling, seed)
-    except (LookupError, ValueError, OSError, TypeError) as exc:
-        raise _fail(exc) from None
-    if added.resumed:
-        note("an interrupted add-samples of these samples was found: completed it with its own plan")
-    for line in added_lines(added, store):
-        console.print(escape(line), highlight=False, soft_wrap=True)
+
+def bench_add_samples(spec: BenchAddSamplesSpec, *, progress: Progress = False) -> BenchAddSamplesResult:
+    """Register the samples and write their cells (the plan kept in STORE/plans/ until every cell is written);
+    `progress` moves through two steps. Ctrl-C raises Interrupted: the same spec again completes the add."""
+    at_least(spec.seed, 0, "--seed")
+    plan = None if spec.plan is None else Path(spec.plan)
+    with toolkit_errors(), _open(Path(spec.store)) as bench:
+        with progress_bar(progress, 2, description="add-samples") as advance:
+            try:
+                return add_samples_from_files(
+                    bench, Path(spec.samples), Path(spec.results), plan, spec.sampling, spec.seed, advance
+                )
+            except KeyboardInterrupt:
+                raise Interrupted("Run the same add-samples again to complete the add (it keeps its plan).") from None

@@ -2,8 +2,11 @@
 
 Three steps, each skipped when already done: the Debian packages (the two emoji fonts, libcairo2 for cairosvg, and
 npm when it is missing) through apt-get, as root or through sudo; the pinned npm packages (Twemoji, OpenMoji) into
-the folder cog-mini reads; cairosvg into the running Python. A step this machine cannot do is printed with what to
-run by hand. `scripts/install-cog-mini.sh` (in a clone) runs this command with the active interpreter.
+the folder cog-mini reads; cairosvg into the running Python. A step this machine cannot do says what to run by hand.
+`scripts/install-cog-mini.sh` (in a clone) runs this command with the active interpreter.
+
+`cog_install_art_plan(spec)` probes the machine and plans the steps; `cog_install_art(spec)` runs them (the
+commands' own output goes to this process's standard output and error).
 """
 
 from __future__ import annotations
@@ -18,9 +21,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rich.markup import escape
-
-from lifelong.commands.terminal import console, error_console, note
+from lifelong.core.progress import Progress, progress_bar
 from lifelong.data.sources.emoji_art import FONT_DIR_ENV, NPM_PACKAGES, EmojiArt, default_emoji_dir, find_font
 
 DEBIAN_PACKAGES = ("fonts-noto-color-emoji", "fonts-symbola", "libcairo2")
@@ -146,56 +147,91 @@ def _pip_step(machine: Machine, python: str) -> Step:
     return Step(name, commands=(command,))
 
 
-def print_plan(steps: list[Step]) -> None:
-    """Each step and its commands (or why none), as a user would type them."""
-    for number, step in enumerate(steps, start=1):
-        if step.done:
-            console.print(f"{number}. {escape(step.name)}: nothing to do ({escape(step.done)})", soft_wrap=True)
-        elif step.by_hand:
-            console.print(f"{number}. {escape(step.name)}: by hand: {escape(step.by_hand)}", soft_wrap=True)
-        else:
-            console.print(f"{number}. {escape(step.name)}:")
-            for command in step.commands:
-                console.print(f"   {escape(shlex.join(command))}", soft_wrap=True)
+@dataclass(frozen=True)
+class CogInstallArtSpec:
+    """`lifelong cog install-art`'s options; `emoji_dir` (not an option): the npm packages' folder (default
+    $LIFELONG_EMOJI_DIR, else ~/.cache/lifelong/emoji)."""
+
+    dry_run: bool = False  # plan only; install nothing
+    emoji_dir: str | Path | None = None
 
 
-def install_art(emoji_dir: Path | None = None, *, dry_run: bool = False) -> int:
-    """Plan the steps, print them, and (unless `dry_run`) run them; 0 when the artwork is installed, else 1."""
-    emoji_dir = Path(emoji_dir) if emoji_dir is not None else default_emoji_dir()
-    if os.environ.get("SUDO_USER") and not dry_run:
-        note("running under sudo: the npm packages go to root's cache; run it as yourself (it uses sudo itself)")
+@dataclass(frozen=True)
+class CogInstallArtPlan:
+    """The steps for this machine, in order, and whether the process runs under sudo (the npm packages would then go
+    to root's cache)."""
+
+    emoji_dir: Path
+    steps: list[Step]
+    under_sudo: bool
+
+
+@dataclass(frozen=True)
+class CommandRun:
+    """One command run: its return code (0: done), or why it could not start."""
+
+    command: tuple[str, ...]
+    code: int | str
+
+    @property
+    def failed(self) -> bool:
+        return self.code != 0
+
+
+@dataclass
+class CogInstallArtResult:
+    """The plan, the commands run, the steps not done (by hand, or failed) and the artwork styles still missing."""
+
+    plan: CogInstallArtPlan
+    dry_run: bool
+    ran: list[CommandRun]
+    not_done: list[str]
+    missing: list[str]
+
+    @property
+    def exit_code(self) -> int:
+        """The command's exit status: 0 when the artwork is installed (or on a dry run), else 1."""
+        return 1 if self.missing and not self.dry_run else 0
+
+
+def cog_install_art_plan(spec: CogInstallArtSpec) -> CogInstallArtPlan:
+    """Probe this machine and plan the three steps (see the module doc); installs nothing."""
+    emoji_dir = Path(spec.emoji_dir) if spec.emoji_dir is not None else default_emoji_dir()
     steps = plan_install(emoji_dir, Machine.probe(emoji_dir))
-    print_plan(steps)
-    if dry_run:
-        console.print("dry run: nothing was installed")
-        return 0
-    failed = [step.name for step in steps if step.by_hand]
-    for step in steps:
-        if not step.commands:
-            continue
-        for folder in step.before:
-            folder.mkdir(parents=True, exist_ok=True)
-        for command in step.commands:
-            console.print(f"$ {escape(shlex.join(command))}", soft_wrap=True)
-            output = subprocess.DEVNULL if step.quiet else None
-            try:
-                code = subprocess.run(command, stdout=output, check=False).returncode
-            except OSError as exc:
-                code = f"{exc.strerror}"
-            if code != 0:
-                error_console.print(
-                    f"[red]error:[/] {escape(shlex.join(command))} failed ({code}); run it by hand", soft_wrap=True
-                )
-                failed.append(step.name)
-                break
+    return CogInstallArtPlan(emoji_dir, steps, bool(os.environ.get("SUDO_USER")) and not spec.dry_run)
+
+
+def cog_install_art(
+    spec: CogInstallArtSpec, *, plan: CogInstallArtPlan | None = None, progress: Progress = False
+) -> CogInstallArtResult:
+    """Run the steps of `plan` (default: `cog_install_art_plan(spec)`) unless `spec.dry_run`; a step stops at its
+    first failing command. `progress` is told of each command before it runs (the description: the command as a
+    shell reads it) and after (one more done)."""
+    plan = plan if plan is not None else cog_install_art_plan(spec)
+    if spec.dry_run:
+        return CogInstallArtResult(plan, True, [], [], [])
+    ran: list[CommandRun] = []
+    not_done = [step.name for step in plan.steps if step.by_hand]
+    total = sum(len(step.commands) for step in plan.steps)
+    with progress_bar(progress, total) as advance:
+        for step in plan.steps:
+            for folder in step.before if step.commands else []:
+                folder.mkdir(parents=True, exist_ok=True)
+            for command in step.commands:
+                advance(description=shlex.join(command))
+                ran.append(_run(command, quiet=step.quiet))
+                advance(1)
+                if ran[-1].failed:
+                    not_done.append(step.name)
+                    break
     importlib.invalidate_caches()
-    missing = EmojiArt(emoji_dir).missing()
-    if missing:
-        error_console.print(
-            f"[red]error:[/] emoji style(s) {', '.join(missing)} still missing"
-            + (f" (steps not done: {'; '.join(failed)})" if failed else ""),
-            soft_wrap=True,
-        )
-        return 1
-    console.print(f"cog-mini artwork installed (npm packages in {escape(str(emoji_dir))})", soft_wrap=True)
-    return 0
+    return CogInstallArtResult(plan, False, ran, not_done, list(EmojiArt(plan.emoji_dir).missing()))
+
+
+def _run(command: tuple[str, ...], *, quiet: bool) -> CommandRun:
+    """Run `command` (its standard output hidden when `quiet`): its return code, or the reason it could not start."""
+    try:
+        code: int | str = subprocess.run(command, stdout=subprocess.DEVNULL if quiet else None, check=False).returncode
+    except OSError as exc:
+        code = f"{exc.strerror}"
+    return CommandRun(command, code)

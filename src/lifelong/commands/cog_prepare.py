@@ -1,43 +1,49 @@
 """Data preparation behind `lifelong cog run` and `lifelong cog pretrain`: cog-mini's exported folders or
-ImageNet-style concept folders, level by level, into a features set; and the cog-mini encoders."""
+ImageNet-style concept folders, level by level, into a features set."""
 
 from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from lifelong.commands.terminal import note
 from lifelong.concepts.level_files import MAX_TRAIN_IMAGES, MIN_IMAGES, TEST_IMAGES
-
-CONCEPT_SETS = ("seen", "all")  # what `cog pretrain --concepts` trains on
+from lifelong.core.errors import DataError, UsageError
+from lifelong.core.progress import Progress, progress_bar
 
 
 def check_test_style(test_style: str | None) -> None:
-    """A ValueError in CLI words unless `test_style` is None or an artwork family."""
+    """A UsageError in CLI words unless `test_style` is None or an artwork family."""
     from lifelong.core.suggest import did_you_mean
     from lifelong.data.sources.emoji_art import FAMILIES, HOLDOUT_FAMILIES
 
     if test_style is not None and test_style not in HOLDOUT_FAMILIES:
         if test_style in FAMILIES:
-            raise ValueError(
+            raise UsageError(
                 f"--test-style {test_style} cannot hold the test images: that artwork does not draw every cog-mini "
                 f"concept (it is a training style only); choose among {', '.join(HOLDOUT_FAMILIES)}"
             )
         hint = did_you_mean(test_style, HOLDOUT_FAMILIES)
-        raise ValueError(f"unknown --test-style {test_style!r}{hint}; choose among {', '.join(HOLDOUT_FAMILIES)}")
+        raise UsageError(f"unknown --test-style {test_style!r}{hint}; choose among {', '.join(HOLDOUT_FAMILIES)}")
 
 
-def _cog_mini_folders(data_root: Path | None, levels: list[str] | None = None, test_style: str | None = None):
+def _cog_mini_folders(
+    data_root: Path | None,
+    levels: list[str] | None = None,
+    test_style: str | None = None,
+    progress: Progress = True,
+):
     """(cog-mini, its export `<cache>/folders/<level>/<split>/<wnid>/*.png`), exporting the missing `levels`
-    (default: every level). `test_style`: the held-out artwork family (default: cog-mini's, Twemoji)."""
+    (default: every level). `test_style`: the held-out artwork family (default: cog-mini's, Twemoji); `progress`:
+    of rendering cog-mini, the first time."""
     from lifelong.data.sources.cog_mini import CogMiniOptions, export_folders, load_cog_mini
 
     options = None if test_style is None else CogMiniOptions(test_style=test_style)
-    cog = load_cog_mini(options, data_root=data_root, progress=True)
+    cog = load_cog_mini(options, data_root=data_root, progress=progress)
     root = cog.path / "folders"
     missing = [name for name in (cog.levels if levels is None else levels) if not (root / name).is_dir()]
     if missing:
@@ -62,7 +68,7 @@ def _folder_groups(data: Path, levels_file: Path | None, seen_train: Path) -> di
     from lifelong.concepts.wnids import imagenet1k
 
     if levels_file is None:
-        raise ValueError(
+        raise UsageError(
             "--data DIR needs --levels-file FILE (written by `lifelong cog levels`, or the authors' "
             "cog_levels_mapping_file.pkl)"
         )
@@ -188,6 +194,7 @@ def plan_features(
     min_images: int = MIN_IMAGES,
     test_style: str | None = None,
     data_root: Path | None = None,
+    progress: Progress = True,
 ) -> FeaturesPlan:
     """Name the features set of (encoder, data) and list its levels; nothing is extracted yet.
 
@@ -207,9 +214,9 @@ def plan_features(
     folder_options |= {"--seen-val": seen_val}
     if data == "cog-mini" and any(value is not None for value in folder_options.values()):
         given = ", ".join(flag for flag, value in folder_options.items() if value is not None)
-        raise ValueError(f"{given} go(es) with --data DIR; cog-mini brings its own levels and splits")
+        raise UsageError(f"{given} go(es) with --data DIR; cog-mini brings its own levels and splits")
     if data == "cog-mini":
-        cog, root = _cog_mini_folders(data_root, levels=[], test_style=test_style)  # renders or reads; no export
+        cog, root = _cog_mini_folders(data_root, [], test_style, progress)  # renders (or reads) cog-mini; no export
         dataset, identity = "cog-mini", cog.path.name
         for name in cog.levels:
             levels[name] = functools.partial(_cog_mini_level, cog, root, name)
@@ -218,11 +225,11 @@ def plan_features(
         if not folder.is_dir():
             raise FileNotFoundError(f"--data {data!r} is neither cog-mini nor a folder of <wnid>/ image folders")
         if min_images < TEST_IMAGES + 1:
-            raise ValueError(f"--min-images {min_images}: a concept needs its {TEST_IMAGES} test images and 1 more")
+            raise UsageError(f"--min-images {min_images}: a concept needs its {TEST_IMAGES} test images and 1 more")
         seen_train = Path(seen_train) if seen_train is not None else folder
         groups = _folder_groups(folder, levels_file, seen_train)
         if "seen" in groups and seen_val is None:
-            raise ValueError(
+            raise UsageError(
                 f"the seen level ({len(groups['seen'])} ImageNet-1K concepts in {seen_train}) is tested on the "
                 "official validation images: pass --seen-val DIR (<wnid>/ folders of the IN-1K validation set); a "
                 "split of training images would test an encoder on images it may have trained on"
@@ -288,7 +295,13 @@ def _seen_level(train_root: Path, val_root: Path, wnids: list[str]) -> dict:
 
 
 def extract_levels(
-    plan: FeaturesPlan, levels: list[str], *, threads: int = 1, skip_corrupt: bool = False, overwrite: bool = False
+    plan: FeaturesPlan,
+    levels: list[str],
+    *,
+    threads: int = 1,
+    skip_corrupt: bool = False,
+    overwrite: bool = False,
+    progress: Progress = True,
 ) -> str:
     """Extract (or resume, or reuse) the train/test features of `levels` only; return the features set's name.
 
@@ -298,7 +311,8 @@ def extract_levels(
     (--overwrite) extracts these levels again from scratch.
 
     Without `skip_corrupt` an unreadable image is an error naming it and --skip-corrupt; with it, unreadable images
-    are left out (each listed in its split's manifest.json) and counted in a note.
+    are left out (each listed in its split's manifest.json) and counted in a note. `progress`: a bar per split
+    (True), nothing (False) or a callback `(description, files done, files)`.
     """
     import json
 
@@ -314,18 +328,20 @@ def extract_levels(
         for split in ("train", "test"):
             files, labels = content[split]
             out = plan.folder / level / split
+            description = f"features {level_label(level)} {split}"
             try:
-                features = cached_features(
-                    plan.load_encoder(),  # loaded once for every level and split (the spec would load it each time)
-                    files,
-                    labels,
-                    progress=True,
-                    overwrite=overwrite,
-                    skip_corrupt=skip_corrupt,
-                    description=f"features {level_label(level)} {split}",
-                )
+                with _split_progress(progress, len(files), description) as bar:
+                    features = cached_features(
+                        plan.load_encoder(),  # loaded once for every level and split (a spec would load each time)
+                        files,
+                        labels,
+                        progress=bar,
+                        overwrite=overwrite,
+                        skip_corrupt=skip_corrupt,
+                        description=description,
+                    )
             except UnreadableImageError as exc:
-                raise ValueError(
+                raise DataError(
                     f"{exc}; replace or remove the file, or pass --skip-corrupt to leave unreadable images out"
                 ) from None
             _link(out, Path(features.features.filename).parent)
@@ -337,6 +353,17 @@ def extract_levels(
                 )
     atomic_write_bytes(plan.folder / INDEX_FILE, json.dumps(plan.index(contents), indent=1).encode())
     return plan.name
+
+
+@contextlib.contextmanager
+def _split_progress(progress: Progress, total: int, description: str) -> Iterator[Any]:
+    """What `cached_features` takes as `progress`: True or False as they are (its own bar starts where a resumed
+    extraction stands), a callback wrapped into the bar's update function."""
+    if not callable(progress):
+        yield progress
+        return
+    with progress_bar(progress, total, description=description) as update:
+        yield update
 
 
 def _link(path: Path, target: Path) -> None:
@@ -353,119 +380,3 @@ def _link(path: Path, target: Path) -> None:
     if path.is_dir() and not path.is_symlink():
         shutil.rmtree(path)
     os.replace(staged, path)
-
-
-def pretrain_cog_encoder(
-    kind: str,
-    out: Path,
-    *,
-    epochs: int,
-    resolution: int,
-    architecture: str,
-    seed: int,
-    threads: int,
-    data_root: Path | None,
-    skip_corrupt: bool = False,
-    resume: bool = False,
-    overwrite: bool = False,
-    concepts: str = "seen",
-    test_style: str | None = None,
-) -> dict:
-    """Train an encoder on cog-mini's seen training images: supervised (`lifelong.training.pretrain`) or SimCLR.
-    `concepts="all"`: on the training images of every concept, seen and unseen (the supplement's control, which
-    the levels can be reported relative to). `test_style`: the cog-mini fold whose training styles it learns from.
-
-    An existing `out` (or the OUT.work folder of an interrupted SimCLR training) needs `resume` (keep a finished
-    encoder, continue an interrupted one) or `overwrite` (delete both and train again).
-    """
-    import numpy as np
-
-    from lifelong.commands.outputs import finish_output, prepare_output, work_folder
-    from lifelong.commands.pretraining import pretrain_command as supervised
-    from lifelong.core.suggest import did_you_mean
-    from lifelong.training.encoders import save_encoder, untrained_encoder
-    from lifelong.training.loop import set_torch_threads
-    from lifelong.training.models import ARCHITECTURES
-    from lifelong.training.ssl import pretrain_simclr
-
-    kinds = ("supervised", "simclr", "random")
-    if kind not in kinds:
-        raise ValueError(f"unknown --kind {kind!r}{did_you_mean(kind, kinds)}; choose supervised, simclr or random")
-    if concepts not in CONCEPT_SETS:
-        raise ValueError(f"unknown --concepts {concepts!r}{did_you_mean(concepts, CONCEPT_SETS)}; choose seen or all")
-    check_test_style(test_style)
-    if architecture not in ARCHITECTURES:
-        raise ValueError(
-            f"unknown --architecture {architecture!r}{did_you_mean(architecture, ARCHITECTURES)}; choose among "
-            f"{', '.join(sorted(ARCHITECTURES))}"
-        )
-    if prepare_output(out, resume=resume, overwrite=overwrite, what="training") == "done":
-        from lifelong.training.encoders import load_encoder
-
-        note(f"{out} is already trained; kept (--overwrite trains it again)")
-        return {"encoder": str(out), "kind": kind, "feature_dim": load_encoder(out).feature_dim, "trained": "before"}
-    if kind == "random":
-        checkpoint = untrained_encoder(architecture, resolution=resolution, seed=seed)
-        save_encoder(checkpoint, out)
-        return {"encoder": str(out), "kind": kind, "epochs": 0, "feature_dim": checkpoint.feature_dim, "seed": seed}
-    cog, root = _cog_mini_folders(data_root, levels=["seen"] if concepts == "seen" else None, test_style=test_style)
-    names = ["seen"] if concepts == "seen" else list(cog.levels)
-    images = np.concatenate([cog.levels[name].train_images for name in names])
-    if kind == "supervised":
-        source = f"folder:{root / 'seen' / 'train' if concepts == 'seen' else _all_train_folder(root, names)}"
-        summary = supervised(
-            source,
-            out,
-            architecture=architecture,
-            epochs=epochs,
-            resolution=resolution,
-            seed=seed,
-            threads=threads,
-            options={"skip_corrupt": True} if skip_corrupt else None,
-        )
-        return {**summary, "encoder": str(out), "kind": kind, "images": len(images), "concepts": concepts}
-    set_torch_threads(threads)
-    with_bar = progress_bar_for(epochs)
-    with with_bar as bar:
-        checkpoint = pretrain_simclr(
-            images,
-            architecture=architecture,
-            resolution=resolution,
-            epochs=epochs,
-            seed=seed,
-            workdir=work_folder(out),
-            source=f"cog-mini {concepts} train",
-            progress=lambda epoch, total, loss: bar(
-                completed=epoch, total=total, description=f"SimCLR loss {loss:.3f}"
-            ),
-        )
-    save_encoder(checkpoint, out)
-    finish_output(out)
-    return {
-        "encoder": str(out),
-        "kind": kind,
-        "concepts": concepts,
-        "images": len(images),
-        "epochs": checkpoint.epochs,
-        "feature_dim": checkpoint.feature_dim,
-        "final_loss": checkpoint.history[-1]["loss"] if checkpoint.history else None,
-    }
-
-
-def _all_train_folder(root: Path, levels: list[str]) -> Path:
-    """`root/all/train/<wnid>`: links to every level's exported training folders (one class per concept)."""
-    target = root / "all" / "train"
-    target.mkdir(parents=True, exist_ok=True)
-    for level in levels:
-        for folder in sorted((root / level / "train").iterdir()):
-            link = target / folder.name
-            if not link.exists():
-                link.symlink_to(folder.resolve(), target_is_directory=True)
-    return target
-
-
-def progress_bar_for(epochs: int):
-    """The one progress bar, over `epochs`."""
-    from lifelong.core.progress import progress_bar
-
-    return progress_bar(True, epochs, description="SimCLR")

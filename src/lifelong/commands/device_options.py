@@ -1,41 +1,12 @@
-"""The accelerator options every command that trains or evaluates takes: --device, --precision, --compile, ...
+"""The accelerator settings every workflow that trains or evaluates takes: device, precision, compile, ...
 
-Each command declares them with these annotated types and hands the values to `accelerator_from`, which checks
-them and makes the accelerator this process's (or, for `lifelong run`, the RunSpec carries them to each worker).
+The command line declares them once (`lifelong.cli.options`); the values reach `accelerator_from`, which checks
+them and makes the accelerator this process's (or, for a run, the RunSpec carries them to each worker).
 """
 
 from __future__ import annotations
 
-from typing import Annotated
-
-import typer
-
-DeviceOption = Annotated[
-    str,
-    typer.Option("--device", metavar="auto|cpu|cuda|cuda:N", help="Where models compute (auto: CUDA when present)."),
-]
-PrecisionOption = Annotated[
-    str,
-    typer.Option(
-        "--precision", metavar="auto|fp32|bf16", help="auto: bf16 autocast on CUDA, fp32 on the CPU (unchanged)."
-    ),
-]
-CompileOption = Annotated[
-    bool,
-    typer.Option("--compile/--no-compile", metavar="", help="torch.compile the models (pays off on long GPU runs)."),
-]
-ChannelsLastOption = Annotated[
-    str, typer.Option("--channels-last", metavar="auto|on|off", help="NHWC memory format (auto: on for CUDA).")
-]
-GpusPerTrialOption = Annotated[
-    float,
-    typer.Option(
-        "--gpus-per-trial",
-        min=0.0,
-        metavar="N",
-        help="Ray: GPUs each run/trial reserves (fractional shares a GPU; 0: none).",
-    ),
-]
+from lifelong.core.errors import UsageError
 
 _SWITCH = {"auto": None, "on": True, "off": False}
 
@@ -45,7 +16,7 @@ def accelerator_specs(device: str, precision: str, compile: bool, channels_last:
     from lifelong.training.devices import Accelerator
 
     if channels_last not in _SWITCH:
-        raise ValueError(f"--channels-last {channels_last!r}: give auto, on or off")
+        raise UsageError(f"--channels-last {channels_last!r}: give auto, on or off")
     specs = {"device": device, "precision": precision, "compile": compile, "channels_last": _SWITCH[channels_last]}
     Accelerator(**specs)  # type: ignore[arg-type]  # checks the spelling of device and precision
     return specs
@@ -54,7 +25,7 @@ def accelerator_specs(device: str, precision: str, compile: bool, channels_last:
 def check_ray_gpus(executor: str, device: str, gpus_per_trial: float) -> None:
     """A ValueError when Ray would hide the GPU that `--device` asks for (it hides GPUs a run does not reserve)."""
     if executor == "ray" and device.strip().lower().startswith("cuda") and not gpus_per_trial:
-        raise ValueError(
+        raise UsageError(
             f"--device {device} with --executor ray needs --gpus-per-trial > 0: Ray hides the GPUs from runs that "
             "reserve none (e.g. --gpus-per-trial 1, or 0.5 to share a GPU between two runs)"
         )

@@ -7,8 +7,7 @@ from pathlib import Path
 
 from rich.table import Table
 
-from lifelong.commands.run_console import print_path
-from lifelong.commands.terminal import console
+from lifelong.commands.terminal import console, print_path
 from lifelong.core.files import atomic_write_bytes
 from lifelong.metrics.fact_metric import BY_RULE, HEADLINE, summarize_fact_seeds
 from lifelong.results.runs import group_id

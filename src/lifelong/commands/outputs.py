@@ -11,21 +11,13 @@ import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
 
-import typer
+from lifelong.core.errors import Interrupted, ResumeRefused, UsageError
 
 SETTINGS_FILE = "settings.json"
 
 
-ResumeOption = Annotated[
-    bool, typer.Option("--resume", help="Continue an interrupted command from <OUT>.work (keep a finished OUT).")
-]
-OverwriteOption = Annotated[bool, typer.Option("--overwrite", help="Delete OUT and <OUT>.work and start over.")]
-SkipCorruptOption = Annotated[bool, typer.Option("--skip-corrupt", help="Skip (and count) corrupt images.")]
-
-
-class OutputExistsError(ValueError):
+class OutputExistsError(ResumeRefused):
     """The output (or its work folder) exists and neither --resume nor --overwrite was given."""
 
 
@@ -49,7 +41,7 @@ def prepare_output(out: str | Path, *, resume: bool, overwrite: bool, what: str 
     (--resume and the output is complete: nothing to do). --overwrite deletes the output and the work folder.
     """
     if resume and overwrite:
-        raise ValueError("--resume and --overwrite exclude each other: give one of them")
+        raise UsageError("--resume and --overwrite exclude each other: give one of them")
     out = Path(out)
     work = work_folder(out)
     if overwrite:
@@ -91,3 +83,10 @@ def dropping_empty_work(out: str | Path) -> Iterator[None]:
         if work.is_dir() and not any(p.is_file() and p.name != SETTINGS_FILE for p in work.rglob("*")):
             shutil.rmtree(work, ignore_errors=True)
         raise
+
+
+def interrupted(out: str | Path, finished: str) -> Interrupted:
+    """The Interrupted to raise when resumable work on `out` stops: it says that `finished` items (e.g. "Finished
+    epochs") are kept and how to continue, when OUT's work folder holds any."""
+    kept = f"{finished} are kept: add --resume to continue." if work_folder(out).exists() else ""
+    return Interrupted(kept)

@@ -10,7 +10,7 @@ from typing import Any
 
 from lifelong.commands.outputs import SETTINGS_FILE, dropping_empty_work, finish_output, prepare_output, work_folder
 from lifelong.core.files import atomic_write_bytes
-from lifelong.core.progress import progress_bar
+from lifelong.core.progress import Progress, progress_bar
 from lifelong.suites import check_stream_options
 from lifelong.suites.clear import temporal_source
 from lifelong.training.encoders import save_encoder
@@ -29,14 +29,15 @@ def pretrain_command(
     seed: int = 0,
     options: Mapping[str, Any] | None = None,
     recipe: Mapping[str, Any] | None = None,
-    show_progress: bool = True,
+    show_progress: Progress = True,
     threads: int = 1,
     *,
     resume: bool = False,
     overwrite: bool = False,
     skip_corrupt: bool = False,
 ) -> dict[str, Any]:
-    """What `lifelong pretrain` runs: pretrain with a progress bar, then return the checkpoint's summary.
+    """What `lifelong pretrain` runs: pretrain with a progress bar (`show_progress`: True, False or a callback),
+    then return the checkpoint's summary.
 
     Torch uses `threads` threads (default 1, as `lifelong run`): float reductions depend on the thread count, so
     the same seed and threads give the same weights on any machine, and a default of all cores would not.
@@ -116,6 +117,7 @@ def pretrain_ssl_command(
     resume: bool = False,
     overwrite: bool = False,
     skip_corrupt: bool = False,
+    progress: Progress = True,
 ) -> dict:
     """SimCLR on `stream`'s bucket `bucket` unlabeled pool (CLEAR: bucket 0), saved as an encoder at `out`.
 
@@ -138,7 +140,7 @@ def pretrain_ssl_command(
     workdir = work_folder(out)
     options = {"epochs": epochs} if epochs else {}
     description = f"SimCLR on {source.name} bucket {bucket} ({len(images)} images)"
-    with progress_bar(True, epochs or 1, description=description) as bar:
+    with progress_bar(progress, epochs or 1, description=description) as bar:
 
         def progress(epoch: int, total: int, loss: float) -> None:
             bar(completed=epoch, total=total, description=f"SimCLR epoch {epoch}/{total} loss {loss:.3f}")

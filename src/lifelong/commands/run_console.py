@@ -8,7 +8,7 @@ import numpy as np
 from rich.markup import escape
 from rich.table import Table
 
-from lifelong.commands.terminal import console
+from lifelong.commands.terminal import console, print_path
 
 
 def print_run(result: dict) -> None:
@@ -48,18 +48,6 @@ def print_run(result: dict) -> None:
     if result["events_done"] < result["events_total"]:
         console.print(f"[yellow]stopped after {result['events_done']}/{result['events_total']} events[/]")
     print_path("records, plots and checkpoint:", result["path"])
-
-
-def print_path(label: str, path: str | Path, indent: int = 2) -> None:
-    """A label and a path (or any value), the value whole on a line of its own when both do not fit one line.
-
-    Never folded by the console: a value wider than the terminal stays one line, to copy whole.
-    """
-    text = f"{label} {path}"
-    if len(text) > console.width:
-        console.print(label, soft_wrap=True, markup=False, highlight=False)
-        text = " " * indent + str(path)
-    console.print(text, soft_wrap=True, markup=False, highlight=False)
 
 
 def number(value: float | None, style: str = "f") -> str:
@@ -167,3 +155,31 @@ def print_provenance(runs: list[dict]) -> None:
         lines += [(f"file {Path(p).name}", f"sha256 {h[:12]}") for p, h in files.items()] or [("files:", "-")]
         for label, value in lines:
             print_path(f"    {label}", value, indent=6)
+
+
+def print_runs(results: list[dict], out: str | Path) -> None:
+    """What `lifelong run` prints once its runs are done: each run's table (fact runs: R; accuracy-matrix runs: the
+    matrix; else per-task errors) and, over several seeds, their mean ± std (fact and matrix runs also write it to
+    OUT/<group>-seeds.json)."""
+    from lifelong.commands.fact_console import is_fact_result
+
+    if results and is_fact_result(results[0]):
+        from lifelong.commands.fact_console import print_fact_run, print_fact_seeds
+
+        for result in results:
+            print_fact_run(result)
+        if len(results) > 1:
+            print_fact_seeds(results, Path(out))
+        return
+    if results and results[0].get("accuracy_matrix") is not None:
+        from lifelong.commands.accuracy_matrix_console import print_matrix_run, print_matrix_seeds
+
+        for result in results:
+            print_matrix_run(result)
+        if len(results) > 1:
+            print_matrix_seeds(results, Path(out))
+        return
+    for result in results:
+        print_run(result)
+    if len(results) > 1:
+        print_seed_summary(results)

@@ -17,7 +17,9 @@ from typing import Any
 import numpy as np
 
 from lifelong.commands.provenance import run_info
+from lifelong.core.errors import ResumeRefused
 from lifelong.core.files import atomic_write_bytes
+from lifelong.core.progress import Progress
 from lifelong.core.streams import Stream
 from lifelong.learners import make_learner, run_options
 from lifelong.metrics.base import Metric
@@ -51,7 +53,7 @@ class RunSpec:
     skip_corrupt: bool = False
     resume: bool = False
     overwrite: bool = False
-    progress: bool = False
+    progress: Progress = False  # a bar over the events (True), a callback(description, done, total), or none
     stop_after: int | None = None  # end after this many events (the run stays resumable)
     threads: int = 1  # torch threads; results are bit-identical for the same seed AND the same thread count
     data_root: str | None = None  # where streams such as nevis-* find their datasets
@@ -102,7 +104,7 @@ def _exit_0(signum: int, frame: object) -> None:
     raise SystemExit(0)
 
 
-class RunExistsError(FileExistsError):
+class RunExistsError(ResumeRefused, FileExistsError):
     """The run folder already holds a run and neither --resume nor --overwrite was given."""
 
 
@@ -120,12 +122,14 @@ def execute(spec: RunSpec, metrics: Sequence[Metric] = ()) -> dict:
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {str(out)!r} is a file; give the folder that holds (or will hold) run folders")
     check_folder(spec)  # an existing run without --resume/--overwrite, or a resume with another setup
+    progress, spec = spec.progress, dataclasses.replace(spec, progress=bool(spec.progress))  # recorded as a flag
     set_torch_threads(spec.threads)  # same seed AND same threads give identical numbers
     use_accelerator(spec.accelerator)  # on this machine: a Ray worker without a GPU runs "auto" on its CPU
     stream, learner, registered = _build(spec)
     loggers = load_loggers(spec.loggers)  # an unknown logger, or one whose package is missing
     with run_folder_lock(spec.folder):
-        return _execute_held(spec, stream, learner, [*default_metrics(stream), *registered, *metrics], loggers)
+        run_metrics = [*default_metrics(stream), *registered, *metrics]
+        return _execute_held(spec, stream, learner, run_metrics, loggers, progress)
 
 
 def check_learner(spec: RunSpec) -> None:
@@ -151,7 +155,12 @@ def _build(spec: RunSpec) -> tuple[Stream, Any, list[Metric]]:
 
 
 def _execute_held(
-    spec: RunSpec, stream: Stream, learner: Any, run_metrics: list[Metric], logger_factories: dict[str, LoggerFactory]
+    spec: RunSpec,
+    stream: Stream,
+    learner: Any,
+    run_metrics: list[Metric],
+    logger_factories: dict[str, LoggerFactory],
+    progress: Progress,
 ) -> dict:
     """`execute` while this process holds the run folder's lock."""
     folder_path = spec.folder
@@ -197,7 +206,7 @@ def _execute_held(
             run_id=spec.run_id,
             on_record=sink,
             on_predictions=save_predictions if spec.save_predictions else None,
-            progress=spec.progress,
+            progress=progress,
             stop_after=spec.stop_after,
         )
     except KeyboardInterrupt:
@@ -323,7 +332,7 @@ def _check_same_config(spec: RunSpec, folder: Path) -> None:
         if before != now:
             differ.append(f"{name} {before!r} -> {now!r}")
     if differ:
-        raise ValueError(
+        raise ResumeRefused(
             f"cannot resume {spec.run_id!r} with a different setup ({'; '.join(differ)}): the run's run.json "
             "records the original; resume with the same options, or start over with --overwrite"
         )

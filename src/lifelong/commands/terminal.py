@@ -1,10 +1,17 @@
-"""What every `lifelong` command prints through: the output console, the error console, and error exits."""
+"""What every `lifelong` command prints through: the output console, the error console, and notes.
+
+Errors are not printed here: the work raises the toolkit's exceptions (`lifelong.core.errors`) and the command
+line's one handler (`lifelong.cli.common.handled`) prints them.
+"""
 
 from __future__ import annotations
 
-import typer
+from pathlib import Path
+
 from rich.console import Console
 from rich.markup import escape
+
+from lifelong.core.errors import LifelongError, UsageError
 
 console = Console()
 error_console = Console(stderr=True, soft_wrap=True)
@@ -15,7 +22,21 @@ def note(text: str) -> None:
     error_console.print(f"[yellow]note:[/] {escape(text)}")
 
 
-def fail(exc: BaseException | str) -> typer.Exit:
-    """Print an error (as plain text: paths may contain [brackets]) on stderr; the exit to raise is code 2."""
-    error_console.print(f"[red]error:[/] {escape(str(exc))}")
-    return typer.Exit(2)
+def fail(exc: BaseException | str) -> LifelongError:
+    """The toolkit error to raise for `exc` (a message, or an exception whose message the user can act on): the
+    exception itself when it is one already, else a UsageError with its message. Printed by the CLI's handler."""
+    if isinstance(exc, LifelongError):
+        return exc
+    return UsageError(str(exc))
+
+
+def print_path(label: str, path: str | Path, indent: int = 2) -> None:
+    """A label and a path (or any value), the value whole on a line of its own when both do not fit one line.
+
+    Never folded by the console: a value wider than the terminal stays one line, to copy whole.
+    """
+    text = f"{label} {path}"
+    if len(text) > console.width:
+        console.print(label, soft_wrap=True, markup=False, highlight=False)
+        text = " " * indent + str(path)
+    console.print(text, soft_wrap=True, markup=False, highlight=False)

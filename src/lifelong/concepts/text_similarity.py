@@ -26,6 +26,7 @@ import numpy as np
 
 from lifelong.concepts.taxonomy import Taxonomy, synset_of
 from lifelong.concepts.wordnet import WordNetNotFoundError, open_wordnet
+from lifelong.core.errors import LifelongError
 from lifelong.core.files import atomic_write_bytes
 from lifelong.core.progress import progress_bar
 
@@ -45,7 +46,7 @@ BATCH = 256  # texts per call of the embedder (one progress step)
 BLOCK = 4096  # candidate rows per matrix product with the seen embeddings
 
 
-class TextModelMissingError(ImportError, ValueError):
+class TextModelMissingError(LifelongError, ImportError, ValueError):
     """The optional model package is not installed (also a ValueError: commands print it as a bad option)."""
 
 

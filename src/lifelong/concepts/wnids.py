@@ -10,6 +10,8 @@ import re
 from importlib import resources
 from pathlib import Path
 
+from lifelong.core.errors import DataError
+
 WNID = re.compile(r"n\d{8}")
 PERSON = "n00007846"  # person.n.01: the root of the subtree ImageNet-CoG drops
 ENTITY = "n00001740"  # entity.n.01: the root of WordNet's nouns
@@ -20,7 +22,7 @@ LISTS = {
 }
 
 
-class ConceptError(ValueError):
+class ConceptError(DataError):
     """Bad concept input: a malformed or unknown wnid, an empty list, an empty level."""
 
 

@@ -17,6 +17,8 @@ import tempfile
 import warnings
 from pathlib import Path
 
+from lifelong.core.errors import LifelongError
+
 DEBIAN_PACKAGES = "wordnet-base (and wordnet-sense-index)"
 DEFAULT_DIRS = ("/usr/share/wordnet", "/usr/local/WordNet-3.0/dict", "/usr/local/share/wordnet")
 LEXNAMES_MAN_PAGES = ("/usr/share/man/man5/lexnames.5WN.gz", "/usr/share/man/man5/lexnames.5WN")
@@ -39,7 +41,7 @@ _LEXNAMES = (
 _CATEGORY = {"noun": 1, "verb": 2, "adj": 3, "adv": 4}
 
 
-class WordNetNotFoundError(FileNotFoundError):
+class WordNetNotFoundError(LifelongError, FileNotFoundError):
     """WordNet 3.0 is not installed where we look, or a folder given lacks its files."""
 
 

@@ -8,6 +8,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
+from lifelong.core.errors import LifelongError
+
 T = TypeVar("T")
 R = TypeVar("R")
 OnResult = Callable[[int, Any], None]  # (index of the item, its result), called on the driver as each item ends
@@ -43,7 +45,7 @@ class Placement:
     attempts: int
 
 
-class WorkerLostError(RuntimeError):
+class WorkerLostError(LifelongError, RuntimeError):
     """An item's Ray worker (or its node) was lost more times than the executor retries."""
 
 

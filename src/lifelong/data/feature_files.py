@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from lifelong.core.errors import DataError
 from lifelong.core.files import atomic_write_bytes
 
 FORMAT = "lifelong-features-v1"
@@ -26,7 +27,7 @@ MANIFEST_FILE = "manifest.json"
 DTYPES = ("float16", "float32")
 
 
-class FeatureFileError(ValueError):
+class FeatureFileError(DataError, ValueError):
     """A features folder that is incomplete, inconsistent with itself, or made from other inputs."""
 
 

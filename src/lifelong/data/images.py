@@ -12,6 +12,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+from lifelong.core.errors import DataError
+
 # The file suffixes read as images by folder and manifest sources (case-insensitive).
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm", ".pgm", ".pbm")
 
@@ -24,7 +26,7 @@ def is_image_file(path: Path) -> bool:
 _DECODE_ERRORS = (OSError, SyntaxError, ValueError, EOFError, struct.error, Image.DecompressionBombError)
 
 
-class CorruptImageError(ValueError):
+class CorruptImageError(DataError, ValueError):
     """An image file (or buffer) that Pillow cannot decode completely; the message names the item."""
 
 

@@ -10,10 +10,11 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
+from lifelong.core.errors import UsageError
 from lifelong.core.suggest import did_you_mean
 
 
-class OptionError(ValueError):
+class OptionError(UsageError):
     """A `-o` option a learner does not take (`value` unset) or a value of the wrong type; `for_learner(name)`
     words it for the command line."""
 

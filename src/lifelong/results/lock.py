@@ -18,8 +18,10 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from lifelong.core.errors import LifelongError
 
-class RunFolderBusyError(RuntimeError):
+
+class RunFolderBusyError(LifelongError, RuntimeError):
     """Another process is writing this run folder."""
 
 

@@ -11,9 +11,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from lifelong.core.errors import LifelongError
 from lifelong.core.events import Event, TrainEvent
 from lifelong.core.learner import Learner
-from lifelong.core.progress import progress_bar
+from lifelong.core.progress import Progress, progress_bar
 from lifelong.core.streams import Stream
 from lifelong.metrics.base import Metric
 from lifelong.metrics.classification import task_error
@@ -23,7 +24,7 @@ from lifelong.run.checkpoint import Checkpoint, CheckpointStore
 from lifelong.run.validation import LearnerOutputError, check_predictions, check_resources
 
 
-class EventError(RuntimeError):
+class EventError(LifelongError, RuntimeError):
     """A learner or data failure during one event; the message names the event and the task."""
 
 
@@ -48,7 +49,7 @@ def run(
     run_id: str = "",
     on_record: Callable[[dict], None] | None = None,
     on_predictions: Callable[[dict, np.ndarray, np.ndarray], None] | None = None,
-    progress: bool = False,
+    progress: Progress = False,
     stop_after: int | None = None,
 ) -> RunResult:
     """Run `learner` over `stream`; with `checkpoint`, save after every event and (with `resume`) continue.

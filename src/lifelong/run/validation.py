@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from lifelong.core.errors import LifelongError
 from lifelong.core.events import PredictEvent
 from lifelong.core.resources import Resources
 
 
-class LearnerOutputError(ValueError):
+class LearnerOutputError(LifelongError, ValueError):
     """A learner returned something the protocol does not allow."""
 
 

@@ -31,9 +31,10 @@ import numpy as np
 import torch
 
 from lifelong.core.datasets import ArrayDataset
+from lifelong.core.errors import LifelongError
 from lifelong.core.executors import Executor, make_executor
 from lifelong.core.files import atomic_write_bytes
-from lifelong.core.progress import progress_bar
+from lifelong.core.progress import Progress, progress_bar
 from lifelong.core.seeds import derive_seed
 from lifelong.core.tasks import TaskKey, TaskKind
 from lifelong.data.dedup import content_hash
@@ -90,7 +91,7 @@ class ZooSettings:
 # the data: a training pool and the evaluated samples (clean test subset + corrupted copies)
 
 
-class SourceMissing(FileNotFoundError):
+class SourceMissing(LifelongError, FileNotFoundError):
     """The zoo's source is not installed (and no fallback source was given): its loader's message says what to
     install."""
 
@@ -312,7 +313,7 @@ def build_zoo(
     num_cpus: int | None = None,
     address: str | None = None,
     gpus_per_model: float = 0.0,
-    progress: bool = True,
+    progress: Progress = True,
     on_note: Callable[[str], None] | None = None,
     start_over: bool = False,
     **fields: Any,

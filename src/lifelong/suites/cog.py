@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from lifelong.core.datasets import ArrayDataset
+from lifelong.core.errors import LifelongError
 from lifelong.core.seeds import derive_seed
 from lifelong.core.streams import Stream, StreamTask, TaskSplits
 from lifelong.core.suggest import did_you_mean
@@ -42,7 +43,7 @@ SEEN_DRAWS = 5  # seeded draws of the seen concepts, each as many as the largest
 _DRAW_TAG = 7919  # derive_seed tag of the seen draws
 
 
-class CogFeaturesError(FileNotFoundError):
+class CogFeaturesError(LifelongError, FileNotFoundError):
     """A features set that is missing, unfinished or inconsistent; the message says how to (re)make it."""
 
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from lifelong.core.executors import Executor, make_executor
 from lifelong.core.files import atomic_write_bytes
-from lifelong.core.progress import progress_bar
+from lifelong.core.progress import Progress, progress_bar
 from lifelong.core.streams import Stream
 from lifelong.training.checkpoints import read_torch_file, write_torch_file
 from lifelong.training.hpsearch import search
@@ -92,7 +92,7 @@ def transfer_matrix(
     executor: Executor | str | None = None,
     cache_dir: str | Path | None = None,
     recipe: Mapping[str, Any] | None = None,
-    progress: bool = False,
+    progress: Progress = False,
 ) -> dict[str, Any]:
     """The transfer matrix of `stream` (see the module docstring) as a JSON-ready dict.
 

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lifelong.core.errors import LifelongError
+
 RAR4_MAGIC = b"Rar!\x1a\x07\x00"
 RAR5_MAGIC = b"Rar!\x1a\x07\x01\x00"
 LZW_MAGIC = b"\x1f\x9d"
@@ -26,7 +28,7 @@ class ArchiveReadError(Exception):
     """libarchive could not read the archive (corrupt, truncated, unsupported)."""
 
 
-class MissingLibarchive(ValueError):
+class MissingLibarchive(LifelongError, ValueError):
     """libarchive-c or the libarchive shared library is not installed."""
 
 

@@ -13,6 +13,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from lifelong.core.errors import DataError
+
 KB, MB, GB, TB = 1000, 1000**2, 1000**3, 1000**4
 DEFAULT_UNPACK_RATIO = 20.0  # unpacked bytes per archive byte when the manifest gives no unpacked_size
 DEFAULT_UNPACK_CAP = 100 * GB  # never more than this without --max-unpacked, whatever the archives' size
@@ -21,7 +23,7 @@ _UNITS = {"": 1, "b": 1, "k": KB, "kb": KB, "m": MB, "mb": MB, "g": GB, "gb": GB
 _UNITS |= {"kib": 1024, "mib": 1024**2, "gib": 1024**3, "tib": 1024**4}
 
 
-class BudgetExceeded(ValueError):
+class BudgetExceeded(DataError, ValueError):
     """More bytes, disk or time than a budget allows: says which artefact, which budget, and the option to set."""
 
 

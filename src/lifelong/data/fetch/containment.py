@@ -14,10 +14,12 @@ import os
 import re
 from pathlib import Path, PurePosixPath
 
+from lifelong.core.errors import DataError
+
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
-class UnsafePathError(ValueError):
+class UnsafePathError(DataError, ValueError):
     """A path from outside data that would leave its folder: names the dataset, the field and the value."""
 
 

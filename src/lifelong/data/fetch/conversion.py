@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lifelong.core.errors import DataError
 from lifelong.core.files import atomic_write_bytes
 from lifelong.data.fetch.budgets import ByteBudget
 from lifelong.data.fetch.unpack import ARCHIVES, Links, archive_kind, copy_in, unpack
@@ -25,7 +26,7 @@ IMAGES = "images"  # the folder of out/ that labels.csv converters put images in
 Row = tuple[str, str | list[str], str | None]  # a labels.csv row: image path (relative to out), label(s), split
 
 
-class ConversionError(ValueError):
+class ConversionError(DataError, ValueError):
     """The artefacts do not hold what the converter expects: names the dataset and what is missing."""
 
 

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from lifelong.core.errors import DataError
 from lifelong.data.fetch.budgets import DEFAULT_UNPACK_CAP, KB, BudgetExceeded, format_size
 
 CHUNK = 1 << 16
@@ -38,7 +39,7 @@ Progress = Callable[[int, int | None], None]  # (bytes just received, total byte
 Clock = Callable[[], float]
 
 
-class DownloadError(OSError):
+class DownloadError(OSError, DataError):
     """Every URL of an artefact failed, or its deadline passed: says which, and why each did."""
 
 

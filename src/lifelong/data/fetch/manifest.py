@@ -46,6 +46,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from lifelong.core.errors import UsageError
 from lifelong.data.fetch.manifest_scan import ManifestError, read_text, scan  # ManifestError: the pre-scan's too
 
 ACCESS_KINDS = ("auto", "gdrive", "kaggle", "manual")
@@ -71,7 +72,7 @@ ARTEFACT_KEYS = {"file", "urls", "sha256", "md5", "payload_sha256", "size", "dig
 COPY_KEYS = {"url", "sha256", "md5", "size"}
 
 
-class FetchRefused(PermissionError):
+class FetchRefused(PermissionError, UsageError):
     """A dataset that cannot be fetched as asked: a licence not accepted, manual steps, existing data, no tool."""
 
 

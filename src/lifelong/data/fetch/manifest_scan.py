@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from lifelong.core.errors import DataError
+
 MAX_BYTES = 4 * 1024 * 1024  # the package's manifest is ~300 KB; tomllib takes ~5 s on 8 MB of small tokens
 MAX_DEPTH = 32  # arrays and inline tables inside each other
 MAX_KEY_PARTS = 16  # parts of one dotted key or table header (a.b.c is 3)
@@ -32,7 +34,7 @@ _TOKEN = re.compile(
 )
 
 
-class ManifestError(ValueError):
+class ManifestError(DataError, ValueError):
     """A manifest that cannot be used: names the file, and the dataset and the field where there is one."""
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from lifelong.core.errors import DataError
 from lifelong.data.fetch.manifest import DIGESTS, Artefact, Copy
 
 CHUNK = 1 << 20
@@ -33,7 +34,7 @@ DECOMPRESSORS: dict[str, Callable[[Path], BinaryIO]] = {
 }
 
 
-class ChecksumError(ValueError):
+class ChecksumError(DataError, ValueError):
     """An artefact whose bytes are not the ones the manifest names."""
 
 

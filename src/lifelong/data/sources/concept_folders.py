@@ -17,6 +17,7 @@ import numpy as np
 
 from lifelong.concepts.level_files import ConceptImages
 from lifelong.concepts.wnids import UnknownConceptError, check_wnid, imagenet1k, imagenet21k
+from lifelong.core.errors import DataError
 from lifelong.core.seeds import derive_seed
 from lifelong.data.images import IMAGE_SUFFIXES, is_image_file
 
@@ -24,7 +25,7 @@ TEST_PER_CLASS = 50
 IMAGENET = "imagenet"  # `known=` default: the wnids of ImageNet-21K fall 2011 and ImageNet-1K
 
 
-class TooFewImagesError(ValueError):
+class TooFewImagesError(DataError):
     """A concept folder with fewer images than its test split plus the minimum training images."""
 
 

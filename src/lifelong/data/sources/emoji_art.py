@@ -27,6 +27,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
+from lifelong.core.errors import LifelongError
+
 INSTALL_COMMAND = "lifelong cog install-art"  # what every "not installed" message names (lifelong.commands.cog_install)
 INSTALL_SCRIPT = INSTALL_COMMAND  # the older name; scripts/install-cog-mini.sh runs this command
 EMOJI_DIR_ENV = "LIFELONG_EMOJI_DIR"
@@ -86,7 +88,7 @@ def art_cache_key(version: str, table: dict[str, str], options: dict, art: Emoji
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=list).encode()).hexdigest()[:16]
 
 
-class EmojiArtMissingError(FileNotFoundError):
+class EmojiArtMissingError(LifelongError, FileNotFoundError):
     """A style's package is not installed where we look."""
 
 

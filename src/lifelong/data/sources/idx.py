@@ -81,8 +81,7 @@ def load_idx_dir(directory: str | Path, *, class_names: Sequence[str] | None = N
     prefixes = sorted({prefix for prefix, _ in found})
     if not prefixes:
         raise FileNotFoundError(
-            f"no IDX files in {directory}: expected e.g. train-images-idx3-ubyte.gz and "
-            "train-labels-idx1-ubyte.gz"
+            f"no IDX files in {directory}: expected e.g. train-images-idx3-ubyte.gz and train-labels-idx1-ubyte.gz"
         )
     for prefix in prefixes:
         for what in ("images", "labels"):

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from lifelong.core.errors import LifelongError
 from lifelong.core.plugins import PluginError, Registry
 from lifelong.metrics.stream import StreamSummary
 from lifelong.results.runs import RunData
@@ -41,11 +42,11 @@ class RunLogger(Protocol):
 LoggerFactory = Callable[[RunData], RunLogger]
 
 
-class MissingPackageError(ImportError):
+class MissingPackageError(LifelongError, ImportError):
     """A logger whose library is not installed; the message names the extra that installs it."""
 
 
-class LoggerError(RuntimeError):
+class LoggerError(LifelongError, RuntimeError):
     """A logger that failed while it started, logged or closed; the message names it and what is kept."""
 
 

@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from lifelong.core.errors import UsageError
 from lifelong.core.plugins import PluginError, Registry
 from lifelong.core.suggest import did_you_mean
 from lifelong.training.checkpoints import format_tag, read_torch_file
@@ -27,7 +28,7 @@ FORMS = (
 )
 
 
-class EncoderSpecError(ValueError):
+class EncoderSpecError(UsageError, ValueError):
     """A spec that names no encoder: unknown name, missing file, or a file that is not an encoder."""
 
 

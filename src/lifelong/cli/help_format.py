@@ -113,12 +113,18 @@ def _summary(command: Any) -> str:
 
 
 class ReadableCommand(_HouseStyleErrors, TyperCommand):
-    """A command whose help names its parameters like a usual CLI (see the module docstring)."""
+    """A command whose help names its parameters like a usual CLI (see the module docstring), and whose errors and
+    interrupts go through the one handler (`lifelong.cli.common.handled`)."""
 
     context_class = ReadableContext
 
     def get_params(self, ctx: Any) -> list:
         return _plain(super().get_params(ctx))
+
+    def invoke(self, ctx: Any) -> Any:
+        from lifelong.cli.common import handled
+
+        return handled(lambda: super(ReadableCommand, self).invoke(ctx))
 
 
 class ReadableGroup(_HouseStyleErrors, TyperGroup):
