@@ -153,7 +153,7 @@ def test_matrix_summary_merges_seeds_run_separately(tmp_path):
     assert merged["metrics"]["acc"]["n"] == 2
     # the parent folder, or a glob that also catches the -seeds.json files, gives the same summary
     for paths in ([tmp_path], [*sorted(tmp_path.glob("*")), *(tmp_path / "summary").glob("*")]):
-        result = invoke("matrix-summary", *paths, "--out", tmp_path / "again")
+        result = invoke("matrix-summary", *paths, "--out", tmp_path / "again", "--overwrite")  # the 2nd replaces
         assert result.exit_code == 0, result.output
         again = json.loads(next((tmp_path / "again").glob("*-seeds.json")).read_text())
         assert again["metrics"]["acc"] == merged["metrics"]["acc"]

@@ -95,7 +95,7 @@ def test_the_former_name_gives_the_same_config_with_one_note():
 def test_learners_listing_shows_encoder_and_its_former_name():
     rows = {row["name"]: row for row in learner_options("fact-finetune")}
     assert "backbone" not in rows and rows["encoder"]["default"] == "efficientnet-lite0"
-    assert "`backbone`" in rows["encoder"]["help"] and "former name" in rows["encoder"]["help"]
+    assert "backbone" in rows["encoder"]["help"] and "former name" in rows["encoder"]["help"]
     gate = {row["name"] for row in learner_options("fact-expertgate")}
     assert {"encoder", "gate_encoder"} <= gate  # the gates' own encoder is a second, different one
 

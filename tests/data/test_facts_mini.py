@@ -15,7 +15,6 @@ from lifelong.data.sources.facts_mini import (
     RELATIONS,
     FactsMiniOptions,
     build_facts_mini,
-    export_facts_csv,
     load_facts_mini,
     plan_counts,
     plan_facts,
@@ -24,6 +23,7 @@ from lifelong.data.sources.facts_mini import (
     vector_key,
     vocabulary,
 )
+from lifelong.data.sources.facts_mini_export import export_facts_csv
 from lifelong.facts import embed_parts, read_facts_csv, read_word_vectors
 
 SMALL = {"size": 16, "n_sp": 8, "n_spo": 12, "n_images": 388, "min_per_fact": 2, "max_per_fact": 40}

@@ -76,4 +76,5 @@ def test_learners_list_the_fine_tuning_options(learner):
     lines = listed.output.splitlines()
     for option in OPTIONS:
         (at,) = [i for i, line in enumerate(lines) if line.startswith(f"  {option}: ")]
-        assert f"`{option}`: " in lines[at + 1], lines[at : at + 3]  # its own one-line help
+        own = lines[at + 1]  # its own help, a sentence
+        assert own.startswith("      ") and own.strip()[0].isupper() and "(see" not in own, lines[at : at + 3]

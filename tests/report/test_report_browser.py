@@ -1,10 +1,12 @@
-"""The report in headless Chromium at 1280 px: every page's figures load, nothing is wider than the page, and each
-page is captured as a screenshot.
+"""The report in headless Chromium at 1280 px: every page's figures load, nothing is wider than the page, every
+table is fully visible or scrolls inside its own box (the CoG and facts tables fit whole), and each page is captured
+as a screenshot.
 
 The report is that of every system: task-stream runs (finished, killed, failed, and one whose names need escaping),
-accuracy-matrix (CLEAR-style) runs, ImageNet-CoG probe runs and fact-learning runs, so that every page and kind of
-figure is checked. Screenshots go to the test's temporary folder, and also to $LIFELONG_SCREENSHOTS when set (for a
-person to look at). Skipped where no Chromium is installed (Debian: `apt-get install chromium`).
+accuracy-matrix (CLEAR-style) runs, ImageNet-CoG probe runs (two encoders, one with a long name and every level, so
+that the CoG tables are at their widest) and fact-learning runs, so that every page and kind of figure is checked.
+Screenshots go to the test's temporary folder, and also to $LIFELONG_SCREENSHOTS when set (for a person to look
+at). Skipped where no Chromium is installed (Debian: `apt-get install chromium`).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import numpy as np
 import pytest
 from _prereq import needs
 from PIL import Image, ImageStat
-from report.sample_runs import copy_fact_runs, write_cog_runs
+from report.sample_runs import copy_fact_runs, write_cog_level_runs, write_cog_runs
 from report.test_html import NASTY, image_sources, write_mixed_runs, write_run
 
 from lifelong.report.html import write_report
@@ -36,12 +38,27 @@ HEIGHT = 9000  # tall enough for the longest page; the blank bottom is cut from 
 PAGES = ("index.html", "nevis.html", "clear.html", "cog.html", "facts.html")
 CONTROL = "missing-on-purpose.png"  # an image that cannot load, so the check is shown to catch one
 WIDE = "wider-than-the-page-on-purpose.png"  # an image wider than the page, so the check is shown to catch one
+CUT = "cut-off-on-purpose"  # a table cut off by its box, so the table check is shown to catch one
 # Injected into a copy of a page only (the report itself carries no script): after window load, write what was laid
 # out as JSON: the page's scroll width against the window's, each image's natural and shown width and whether it
-# loaded, and the text and colour of each status cell of an unfinished run.
+# loaded, each table's extent against the box that clips it (the nearest ancestor whose overflow is not visible,
+# else the page), and the text and colour of each status cell of an unfinished run.
 PROBE = f"""<figure><img src="{WIDE}" alt="wide control"></figure><img src="{CONTROL}" alt="control">
+<div style="overflow: hidden"><table id="{CUT}"><tr><th>{CUT}</th>
+<td style="white-space: nowrap">{"a cell far wider than the page " * 12}</td></tr></table></div>
 <script>
 window.addEventListener("load", function () {{
+  var tables = [];
+  var found = document.querySelectorAll("table");
+  for (var t = 0; t < found.length; t++) {{
+    var table = found[t], box = table.parentElement;
+    while (box !== document.body && getComputedStyle(box).overflowX === "visible") {{ box = box.parentElement; }}
+    var outer = table.getBoundingClientRect(), inner = box.getBoundingClientRect();
+    var head = table.querySelector("th");
+    tables.push({{id: table.id, first: head ? head.textContent.trim() : "", left: outer.left, right: outer.right,
+                 boxLeft: inner.left, boxRight: inner.right, overflow: box === document.body ? "page" :
+                 getComputedStyle(box).overflowX, scrollWidth: box.scrollWidth, clientWidth: box.clientWidth}});
+  }}
   var images = [];
   for (var i = 0; i < document.images.length; i++) {{
     var img = document.images[i];
@@ -57,7 +74,8 @@ window.addEventListener("load", function () {{
   var out = document.createElement("pre");
   out.id = "layout-check";
   out.textContent = JSON.stringify({{scrollWidth: document.documentElement.scrollWidth,
-                                     innerWidth: window.innerWidth, images: images, statuses: statuses}});
+                                     innerWidth: window.innerWidth, images: images, statuses: statuses,
+                                     tables: tables}});
   document.body.appendChild(out);
 }});
 </script>
@@ -115,8 +133,9 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     runs = write_mixed_runs(root / "runs")
     runs.append(write_run(root / "runs", f"syn-{NASTY}", NASTY, 0, [0.1, 0.4, 0.2, 0.5, 0.1, 0.2]))
     runs += write_cog_runs(root / "cog")
+    runs += write_cog_level_runs(root / "cog" / "runs", "an-encoder-with-a-rather-long-features-set-name")
     runs += copy_fact_runs(root / "facts")
-    index = write_report(runs, root / "report")
+    index = write_report(runs, root / "report", cog_baseline="toy")
     Image.new("RGB", (WIDTH + 200, 40), "gray").save(index.with_name(WIDE))
     return index
 
@@ -174,6 +193,36 @@ def test_unfinished_runs_are_drawn_in_the_warning_colour(rendered: dict) -> None
     assert len(statuses) == 3  # killed, failed and interrupted runs
     assert all(line.startswith("rgb(163, 58, 0) ") for line in statuses), statuses
     assert any("failed" in line for line in statuses) and any("interrupted after" in line for line in statuses)
+
+
+def table_view(table: dict, width: int) -> str:
+    """'fits' (wholly inside its box and the window), 'scrolls' (wider, inside a box that scrolls sideways and ends
+    within the window) or 'cut' (part of it cannot be seen)."""
+    right = min(table["boxRight"], width) + 1
+    if table["left"] >= max(table["boxLeft"], 0) - 1 and table["right"] <= right:
+        return "fits"
+    scrolls = table["overflow"] in ("auto", "scroll") and table["scrollWidth"] > table["clientWidth"]
+    return "scrolls" if scrolls and table["boxRight"] <= width + 1 else "cut"
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_every_table_is_visible_or_scrolls_in_its_own_box(rendered: dict, name: str) -> None:
+    seen, _ = rendered[name]
+    *tables, control = seen["tables"]
+    assert control["id"] == CUT and table_view(control, WIDTH) == "cut"  # the check tells a table cut off
+    assert tables, f"{name} has no table"
+    for table in tables:
+        view = table_view(table, WIDTH)
+        assert view in ("fits", "scrolls"), f"{name}: the table headed {table['first']!r} is cut off: {table}"
+        if name in ("cog.html", "facts.html"):  # their tables fit whole at 1280 px, no scrolling
+            assert view == "fits", f"{name}: the table headed {table['first']!r} is wider than the page: {table}"
+
+
+def test_the_cog_tables_are_at_their_widest(report: Path) -> None:
+    page = report.with_name("cog.html").read_text(encoding="utf-8")
+    absolute = page.split("<h2>Absolute</h2>")[1].split("</table>")[0]
+    assert all(f"<th>{level}</th>" in absolute for level in ("seen", "L1", "L2", "L3", "L4", "L5"))
+    assert absolute.count("[") >= 6 and "Relative to toy" in page  # intervals in every cell; the baseline's table
 
 
 @pytest.mark.parametrize("name", PAGES)

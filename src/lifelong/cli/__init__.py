@@ -11,9 +11,10 @@ import warnings
 
 import typer
 
+from lifelong.cli import _startup  # noqa: F401  first: portable mode's variables before numpy and torch load
 from lifelong.cli.bench import bench_app
 from lifelong.cli.cog import cog_app
-from lifelong.cli.common import parse_options
+from lifelong.cli.common import handled, parse_options
 from lifelong.cli.data import data_app
 from lifelong.cli.facts import facts_app
 from lifelong.cli.help_format import readable_help
@@ -22,6 +23,7 @@ from lifelong.cli.models import models_app
 from lifelong.cli.results import matrix_summary_cli, report_command, results_command
 from lifelong.cli.run import run_command
 from lifelong.cli.training import pretrain_cli, pretrain_ssl_cli, transfer_matrix_cli
+from lifelong.commands import portable
 
 __all__ = ["app", "main", "parse_options"]
 
@@ -44,6 +46,31 @@ app.command("matrix-summary")(matrix_summary_cli)
 app.command("pretrain-ssl")(pretrain_ssl_cli)
 app.command("transfer-matrix")(transfer_matrix_cli)
 app.command("results")(results_command)
+
+
+def _print_version(value: bool) -> None:
+    """`lifelong --version`: the installed versions of lifelong and torch (package metadata: nothing is imported)."""
+    if not value:
+        return
+    from importlib.metadata import PackageNotFoundError, version
+
+    typer.echo(f"lifelong {version('lifelong')}")
+    try:
+        typer.echo(f"torch {version('torch')}")
+    except PackageNotFoundError:
+        typer.echo("torch not installed")
+    raise typer.Exit()
+
+
+@app.callback()
+def _app_options(
+    show_version: bool = typer.Option(
+        False, "--version", is_eager=True, callback=_print_version, help="Print the versions of lifelong and torch."
+    ),
+) -> None:
+    """The options of `lifelong` itself, before any command (the help text is the app's)."""
+
+
 readable_help(app)  # help pages like a usual CLI's at any width: `--out OUT`, bare flags, words never cut
 
 
@@ -70,7 +97,10 @@ def main(prog_name: str = "lifelong") -> None:
     signal during the teardown of torch and friends would otherwise kill a finished command with 130/143)."""
     _notes_for_renamed_options()
     try:
+        handled(portable.ensure_if_requested)  # LIFELONG_PORTABLE=1: every command in portable mode, checked first
         app(prog_name=prog_name)
+    except typer.Exit as refused:  # `handled` said why portable mode cannot hold here
+        raise SystemExit(refused.exit_code) from None
     finally:
         for stream in (sys.stdout, sys.stderr):
             try:

@@ -15,8 +15,8 @@ from lifelong.cli.options import (
     GpusPerTrialOption,
     PrecisionOption,
 )
+from lifelong.commands.presets import PRESET_HELP, preset_help
 
-_DEFAULT_BUDGETS = "10,30,100,1000"  # compare's protocol
 _BUDGETS_HELP = (
     "Budgets n' (m' with --transpose): comma-separated integers (8,32,300), or a geometric run a,b,...,z, each "
     "term the previous times b/a up to z (8,16,...,16384 is 8, 16, 32, ..., 16384)."
@@ -105,7 +105,9 @@ def beyond(
 
 def build_zoo_cli(
     out: Path = typer.Argument(..., help="Output folder (models/ in it keeps each finished model)."),
-    n_models: int = typer.Option(120, "--models", metavar="N", min=1, help="Models in the zoo."),
+    n_models: int = typer.Option(
+        None, "--models", metavar="N", min=1, help=preset_help("bench build-zoo", "models", "Models in the zoo.")
+    ),
     source: str = typer.Option(
         "fashion-mnist",
         "--source",
@@ -120,7 +122,11 @@ def build_zoo_cli(
         "without it a missing --source is an error.",
     ),
     n_test: int = typer.Option(
-        2000, "--test-samples", metavar="N", min=1, help="Clean test samples; each corruption adds a copy."
+        None,
+        "--test-samples",
+        metavar="N",
+        min=1,
+        help=preset_help("bench build-zoo", "test_samples", "Clean test samples; each corruption adds a copy."),
     ),
     corruptions: str = typer.Option(
         "noise,blur,contrast,rotation,occlusion",
@@ -144,6 +150,7 @@ def build_zoo_cli(
     compile: CompileOption = False,
     channels_last: ChannelsLastOption = "auto",
     gpus_per_trial: GpusPerTrialOption = 0.0,
+    preset: str = typer.Option(None, "--preset", metavar="quick|full", help=PRESET_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print the whole summary (zoo.json) as JSON."),
 ) -> None:
     """Train and evaluate a zoo of varied models on clean + corrupted test samples (a real correctness matrix).
@@ -174,6 +181,7 @@ def build_zoo_cli(
         compile=compile,
         channels_last=channels_last,
         gpus_per_trial=gpus_per_trial,
+        preset=preset,
     )
     print_zoo(bench_build_zoo(spec, progress=True, on_note=note), as_json)
 
@@ -190,14 +198,20 @@ def compare(
     splits: str = typer.Option(
         "interpolation,extrapolation,shift", "--splits", metavar="LIST", help="Splits of the models, comma-separated."
     ),
-    seeds: int = typer.Option(10, "--seeds", min=1, metavar="N", help="Seeds per split."),
-    budgets: str = typer.Option(_DEFAULT_BUDGETS, "--budgets", metavar="LIST", help="Budgets of the protocol."),
+    seeds: int = typer.Option(
+        None, "--seeds", min=1, metavar="N", help=preset_help("bench compare", "seeds", "Seeds per split.")
+    ),
+    budgets: str = typer.Option(
+        None, "--budgets", metavar="LIST", help=preset_help("bench compare", "budgets", "Budgets of the protocol.")
+    ),
     methods: str = typer.Option(None, "--methods", metavar="LIST", help="Methods (default: every registered one)."),
     family: str = typer.Option("architecture", "--family", metavar="COLUMN", help="models.csv column of families."),
     out: Path = typer.Option(None, "--out", metavar="DIR", help="Output folder of the protocol."),
     resume: bool = typer.Option(False, "--resume", help="Continue the comparison in --out."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Delete the comparison in --out and start again."),
+    preset: str = typer.Option(None, "--preset", metavar="quick|full", help=PRESET_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="One line per record instead of a progress bar."),
 ) -> None:
     """Compare estimators of a model's accuracy from few samples: on --rank/--eval, or the protocol on a zoo."""
     from lifelong.commands.bench_compare import BenchCompareSpec, bench_compare
@@ -220,6 +234,8 @@ def compare(
         out=out,
         resume=resume,
         overwrite=overwrite,
+        preset=preset,
     )
     protocol = rank is None and evaluate is None
-    print_compare(bench_compare(spec, progress=print_record if protocol and not as_json else False), as_json)
+    progress = False if as_json or not protocol else print_record if verbose else True
+    print_compare(bench_compare(spec, progress=progress), as_json)

@@ -18,7 +18,7 @@ from lifelong.cli.options import (
     PrecisionOption,
     ResumeOption,
 )
-from lifelong.suites.cog import SEEN_DRAWS
+from lifelong.commands.presets import PRESET_HELP, SIZES, preset_help
 
 cog_app = typer.Typer(help="ImageNet-CoG: concept generalization levels built from WordNet.", no_args_is_help=True)
 
@@ -30,8 +30,9 @@ SEED_HELP = (
 )
 SEEDS_HELP = (
     "Number of runs per level and shots: the protocol's seeds 22, 37, 45, 77, 93 in that order, from --seed "
-    "(default: all 5; 1 with --seed)."
+    f"(default: all 5; 1 with --seed; --preset quick: {SIZES['cog run']['quick']['seeds']})."
 )
+PresetOption = Annotated[str | None, typer.Option("--preset", metavar="quick|full", help=PRESET_HELP)]
 
 
 @cog_app.command("run")
@@ -112,23 +113,33 @@ def run_command(
         int | None, typer.Option("--seeds", metavar="K", min=1, max=5, help=SEEDS_HELP, show_default=False)
     ] = None,
     probe: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--probe",
             metavar="reference|fast",
-            help="Probe recipe: reference (naver/cog's) or fast (a grid on a short schedule; not validated on real "
-            "features, docs/cog.md).",
+            help=preset_help(
+                "cog run",
+                "probe",
+                "Probe recipe: reference (naver/cog's) or fast (a grid on a short schedule; not validated on real "
+                "features, docs/cog.md).",
+            ),
+            show_default=False,
         ),
-    ] = "reference",
+    ] = None,
     seen_draws: Annotated[
-        int,
+        int | None,
         typer.Option(
             "--seen-draws",
             metavar="K",
             min=0,
-            help="Probe the seen level as K seeded draws of as many concepts as the largest level (0: all of it).",
+            help=preset_help(
+                "cog run",
+                "seen_draws",
+                "Probe the seen level as K seeded draws of as many concepts as the largest level (0: all of it).",
+            ),
+            show_default=False,
         ),
-    ] = SEEN_DRAWS,
+    ] = None,
     out: Annotated[Path, typer.Option("--out", metavar="DIR", help="Results folder (one run folder per run).")] = Path(
         "runs"
     ),
@@ -164,6 +175,7 @@ def run_command(
     compile: CompileOption = False,
     channels_last: ChannelsLastOption = "auto",
     gpus_per_trial: GpusPerTrialOption = 0.0,
+    preset: PresetOption = None,
 ) -> None:
     """Probe a frozen encoder level by level (one run per level, shots and seed).
 
@@ -206,6 +218,7 @@ def run_command(
         compile=compile,
         channels_last=channels_last,
         gpus_per_trial=gpus_per_trial,
+        preset=preset,
     )
     result = cog_run(spec, progress=True)
     finished_means_exit_0()  # the runs are saved: a late signal ends the command with success, as `lifelong run`
@@ -253,7 +266,16 @@ def pretrain_command(
         ),
     ],
     out: Annotated[Path, typer.Option("--out", metavar="FILE", help="Encoder file to write.")],
-    epochs: Annotated[int, typer.Option("--epochs", metavar="N", min=1, help="Training epochs.")] = 30,
+    epochs: Annotated[
+        int | None,
+        typer.Option(
+            "--epochs",
+            metavar="N",
+            min=1,
+            help=preset_help("cog pretrain", "epochs", "Training epochs."),
+            show_default=False,
+        ),
+    ] = None,
     resolution: Annotated[int, typer.Option("--resolution", metavar="S", min=8, help="Input side.")] = 32,
     architecture: Annotated[
         str, typer.Option("--architecture", metavar="NAME", help="Backbone: resnet_mini, resnet18 or resnet34.")
@@ -289,6 +311,7 @@ def pretrain_command(
     precision: PrecisionOption = "auto",
     compile: CompileOption = False,
     channels_last: ChannelsLastOption = "auto",
+    preset: PresetOption = None,
 ) -> None:
     """Train an encoder on cog-mini's seen concepts' training images (labels: supervised; none: SimCLR), or save a
     seeded untrained one (random) as the control."""
@@ -313,5 +336,6 @@ def pretrain_command(
         precision=precision,
         compile=compile,
         channels_last=channels_last,
+        preset=preset,
     )
     print_pretrain_result(cog_pretrain(spec, progress=True))

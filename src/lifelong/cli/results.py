@@ -20,23 +20,31 @@ def report_command(
     cog_baseline: str = typer.Option(
         None, "--cog-baseline", metavar="ENCODER", help="CoG: show encoders relative to this one (its features set)."
     ),
+    overwrite: bool = typer.Option(
+        False, "--overwrite", help="Replace the report already in --out (each run keeps its label R1, R2, ...)."
+    ),
 ) -> None:
     """An HTML report comparing runs: an index and one page per system (task streams, CLEAR, CoG, facts)."""
     from lifelong.commands.results_api import ReportSpec, report
 
-    page = report(ReportSpec(runs=run_dirs, out=out, reference=reference, cog_baseline=cog_baseline))
+    spec = ReportSpec(runs=run_dirs, out=out, reference=reference, cog_baseline=cog_baseline, overwrite=overwrite)
+    page = report(spec)
     console.print(f"report: {page}", soft_wrap=True, highlight=False)
 
 
 def matrix_summary_cli(
     run_dirs: list[Path] = typer.Argument(..., help="Run folders of one stream, protocol and learner (one per seed)."),
     out: Path = typer.Option(Path("."), "--out", help="Folder for <group>-seeds.json and its heatmap."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace the setup's summary already in --out."),
 ) -> None:
-    """Mean ± std over seeds of accuracy-matrix (CLEAR) runs, e.g. seeds run by separate commands."""
+    """Mean ± std over seeds of accuracy-matrix (CLEAR) runs, e.g. seeds run by separate commands.
+
+    Runs that have not finished (a glob catches them too) are skipped with a note.
+    """
     from lifelong.commands.accuracy_matrix_console import print_matrix_summary
     from lifelong.commands.results_api import MatrixSummarySpec, matrix_summary
 
-    print_matrix_summary(matrix_summary(MatrixSummarySpec(runs=run_dirs, out=out)))
+    print_matrix_summary(matrix_summary(MatrixSummarySpec(runs=run_dirs, out=out, overwrite=overwrite)))
 
 
 def results_command(

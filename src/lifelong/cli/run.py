@@ -38,6 +38,12 @@ def run_command(
     threads: int = typer.Option(
         1, "--threads", min=1, help="Torch threads per run. Same seed + same threads = identical numbers."
     ),
+    portable: bool = typer.Option(
+        False,
+        "--portable",
+        envvar="LIFELONG_PORTABLE",
+        help="The same numbers on any x86-64 CPU with AVX2, Intel or AMD (slower; docs/run.md).",
+    ),
     data_root: Path = typer.Option(None, "--data-root", help=DATA_ROOT_HELP),
     allow_missing: bool = typer.Option(False, "--allow-missing", help="Run only the tasks whose data exists."),
     stream_option: list[str] = typer.Option(
@@ -65,7 +71,7 @@ def run_command(
     gpus_per_trial: GpusPerTrialOption = 0.0,
 ) -> None:
     """Run a learner over a stream; print per-task errors (or the accuracy matrix) and the stream summary."""
-    from lifelong.commands.run_console import print_runs
+    from lifelong.commands.run_console import print_next_steps, print_runs
     from lifelong.commands.runner import finished_means_exit_0
     from lifelong.commands.runs_api import RunsSpec, run
 
@@ -96,8 +102,10 @@ def run_command(
         ray_address=ray_address,
         num_cpus=num_cpus,
         gpus_per_trial=gpus_per_trial,
+        portable=portable,
     )
     signal.signal(signal.SIGTERM, _interrupt)  # a polite kill marks the run interrupted, like Ctrl-C
     results = run(spec, progress=True)  # a bar for local runs
     finished_means_exit_0()  # the work is saved: a signal from now on ends the command with success
     print_runs(results, out)
+    print_next_steps(out)

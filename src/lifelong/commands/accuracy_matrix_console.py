@@ -7,7 +7,7 @@ from pathlib import Path
 from rich.table import Table
 
 from lifelong.commands.results_api import MatrixSummary, matrix_labels, write_matrix_seeds
-from lifelong.commands.terminal import console, print_path
+from lifelong.commands.terminal import console, counted, print_path, print_title
 
 METRIC_NAMES = {
     "in_domain": "in-domain",
@@ -21,7 +21,8 @@ METRIC_NAMES = {
 def print_matrix_run(result: dict) -> None:
     """The accuracy matrix in percent (rows: after training bucket i; columns: evaluated on bucket j) and metrics."""
     labels = matrix_labels(result)
-    table = Table(title=f"{result['run_id']}: accuracy %, {result['matrix_protocol']} protocol")
+    print_title(f"{result['run_id']}: accuracy %, {result['matrix_protocol']} protocol")
+    table = Table()
     table.add_column("after \\ on", overflow="fold")
     for label in labels:
         table.add_column(label.removeprefix("bucket"), justify="right", overflow="fold")
@@ -51,7 +52,8 @@ def print_matrix_summary(summary: MatrixSummary | None) -> None:
     if summary is None:
         console.print("[yellow]no run finished its accuracy matrix: nothing to summarise over seeds[/]")
         return
-    table = Table(title=f"{summary.group}: {len(summary.runs)} seeds, mean ± std (%)")
+    print_title(f"{summary.group}: {counted(len(summary.runs), 'seed')}, mean ± std (%)")
+    table = Table()
     table.add_column("metric", overflow="fold")
     table.add_column("mean ± std", justify="right", overflow="fold")
     for key, stats in summary.metrics.items():

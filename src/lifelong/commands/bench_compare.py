@@ -4,7 +4,8 @@ Two modes. With `rank` and `evaluate` (`--rank RANK.npy --eval EVAL.npy`), every
 (the source models) and estimates each EVAL row's accuracy from its outcomes on the method's `budget` samples, drawn
 with `seed`; EVAL's full rows give the truth. With `zoo` (or `matrix`, `models`, `samples`), the protocol: the
 zoo's models split into sources and targets (interpolation, extrapolation, shift), `seeds` seeds each, every budget
-and method; records go to OUT/records.jsonl as they finish (`resume` continues), the table to OUT/table.json.
+and method; records go to OUT/records.jsonl as they finish (`resume` continues), the table to OUT/table.json, the
+settings (with the preset) to OUT/settings.json. What an estimator needs (`min_sources`) is checked before any work.
 Nothing here prints: `bench_console` renders the result as the command prints it.
 """
 
@@ -20,7 +21,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from lifelong.commands.bench_inputs import at_least, parse_budgets, toolkit_errors
+from lifelong.commands.outputs import SETTINGS_FILE  # OUT/settings.json: what the comparison was started with
+from lifelong.commands.presets import apply_preset, check_recorded
 from lifelong.core.errors import Interrupted, ResumeRefused, UsageError
+from lifelong.core.files import atomic_write_bytes
 from lifelong.core.progress import Progress, progress_bar
 
 if TYPE_CHECKING:
@@ -31,7 +35,9 @@ if TYPE_CHECKING:
 class BenchCompareSpec:
     """`lifelong bench compare`: `rank` + `evaluate` (`--rank`, `--eval`) for one budget and seed, or the protocol on
     `zoo` (or `matrix`, with `models` for the shift split's `family` column and `samples` for each sample's domain)
-    into `out`. `methods`: names or a comma-separated list (default: every registered estimator)."""
+    into `out`. `methods`: names or a comma-separated list (default: every registered estimator). `preset` (quick or
+    full, None: full) sets `seeds` and `budgets` where they are None (`commands.presets`), recorded in
+    `out`/settings.json: `resume` refuses another."""
 
     rank: str | Path | None = None
     evaluate: str | Path | None = None
@@ -42,13 +48,17 @@ class BenchCompareSpec:
     models: str | Path | None = None
     samples: str | Path | None = None
     splits: str | Sequence[str] = "interpolation,extrapolation,shift"
-    seeds: int = 10
-    budgets: str | Sequence[int] = "10,30,100,1000"
+    seeds: int | None = None
+    budgets: str | Sequence[int] | None = None
     methods: str | Sequence[str] | None = None
     family: str = "architecture"
     out: str | Path | None = None
     resume: bool = False
     overwrite: bool = False
+    preset: str | None = None
+
+    def __post_init__(self) -> None:
+        apply_preset(self, "bench compare")
 
 
 @dataclass(frozen=True)
@@ -78,11 +88,11 @@ class BenchCompareResult:
 
 def bench_compare(spec: BenchCompareSpec, *, progress: Progress = False) -> BenchCompareResult:
     """Run the comparison the spec asks for. `progress` advances once per method (`--rank`/`--eval`) or per record
-    of the protocol, its description naming what finished and its mean absolute error; Ctrl-C in the protocol keeps
-    the finished records for `resume`."""
+    of the protocol, its description naming what finished (a callback's: with the seed and its mean absolute
+    error); Ctrl-C in the protocol keeps the finished records for `resume`."""
     at_least(spec.budget, 1, "--budget")
     at_least(spec.seed, 0, "--seed")
-    at_least(spec.seeds, 1, "--seeds")
+    at_least(int(spec.seeds or 0), 1, "--seeds")
     with toolkit_errors():
         names = _methods(spec.methods)
         if spec.rank is not None or spec.evaluate is not None:
@@ -99,8 +109,18 @@ def bench_compare(spec: BenchCompareSpec, *, progress: Progress = False) -> Benc
         splits = spec.splits.split(",") if isinstance(spec.splits, str) else spec.splits
         split_names = [w.strip() for w in splits if w.strip()]
         inputs = _zoo_inputs(spec.zoo, spec.matrix, spec.models, spec.samples)
-        budgets = parse_budgets(spec.budgets)
-        return _protocol_run(inputs, split_names, spec.seeds, budgets, names, spec.family, out, spec.resume, progress)
+        budgets = parse_budgets(spec.budgets or "")
+        settings = {"preset": spec.preset, "splits": split_names, "seeds": spec.seeds, "budgets": budgets}
+        settings |= {"methods": names, "family": spec.family}
+        if spec.resume:
+            check_recorded(_recorded(out).get("preset"), str(spec.preset), f"the comparison in {out}")
+        return _protocol_run(inputs, settings, out, spec.resume, progress)
+
+
+def _recorded(out: Path) -> dict[str, Any]:
+    """The settings a comparison in `out` recorded ({} for one made before they were recorded)."""
+    path = out / SETTINGS_FILE
+    return json.loads(path.read_text()) if path.is_file() else {}
 
 
 def _methods(given: str | Sequence[str] | None) -> list[str]:
@@ -139,7 +159,8 @@ def _single_run(
         )
     matrix = np.concatenate([np.asarray(source), np.asarray(target)]).astype(np.uint8, copy=False)
     m = source.shape[0]
-    split = Split("given", int(seed), np.arange(m), np.arange(m, matrix.shape[0]))
+    split = Split("given", int(seed), np.arange(m), np.arange(m, matrix.shape[0]), "--rank")
+    check_sources([split], methods, matrix.shape[0])
     out: dict[str, Any] = {"budget": int(budget), "seed": int(seed), "methods": {}}
     with progress_bar(progress, len(methods), description="compare") as advance:
         for method in methods:
@@ -155,6 +176,47 @@ def _single_run(
             out["truth"] = record.truth
             advance(1, f"{method}: mean abs error {100 * _mae(record):.2f}%")
     return BenchCompareResult(single=out, sources=m)
+
+
+def check_sources(splits: Sequence[Any], methods: list[str], models: int) -> None:
+    """Refuse, before any work, a split without targets and methods that need more source models than a split has
+    (each estimator's `min_sources`): a UsageError naming the methods, what they need and what to give instead."""
+    from lifelong.sortsearch.estimators.base import min_sources
+
+    for split in splits:
+        if split.target.size == 0:
+            raise UsageError(f"the {split.kind} split of {models} models has no target models: give more models")
+    need = {name: min_sources(name) for name in methods}
+    fewest = min(splits, key=lambda split: split.source.size)
+    short = [name for name in methods if need[name] > fewest.source.size]
+    if not short:
+        return
+    needs = "; ".join(
+        f"{_names(group)} {'needs' if len(group) == 1 else 'need'} at least {least} source models"
+        for least in sorted({need[name] for name in short}, reverse=True)
+        for group in [[name for name in short if need[name] == least]]
+    )
+    kept = [name for name in methods if name not in short]
+    if fewest.kind == "given":
+        where, fixes = "--rank holds", ["give --rank more models (rows)"]
+    else:
+        where = f"the {fewest.kind} split ({fewest.note}) leaves"
+        fixes = ["give a zoo of more models (`lifelong bench build-zoo --models N`, or --matrix with more rows)"]
+    if kept:
+        fixes.append(f"leave {'it' if len(short) == 1 else 'them'} out with --methods {','.join(kept)}")
+    kinds = list(dict.fromkeys(split.kind for split in splits))
+    enough = [k for k in kinds if all(s.source.size >= need[n] for s in splits if s.kind == k for n in short)]
+    if enough:
+        fixes.append(f"keep to --splits {','.join(enough)}")
+    fixes[-1] = f"or {fixes[-1]}" if len(fixes) > 1 else fixes[-1]
+    raise UsageError(
+        f"too few source models: {needs}, but {where} {fewest.source.size} (of {models} models); {', '.join(fixes)}"
+    )
+
+
+def _names(names: list[str]) -> str:
+    """The names as "a", "a and b" or "a, b and c"."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 def _zoo_inputs(
@@ -183,21 +245,16 @@ def _column(path: Path | None, column: str, rows: int, what: str) -> list[str] |
 
 
 def _protocol_run(
-    inputs: tuple[Path, Path | None, Path | None],
-    splits: list[str],
-    seeds: int,
-    budgets: list[int],
-    methods: list[str],
-    family: str,
-    out: Path,
-    resume: bool,
-    progress: Progress,
+    inputs: tuple[Path, Path | None, Path | None], settings: dict[str, Any], out: Path, resume: bool, progress: Progress
 ) -> BenchCompareResult:
-    """The protocol: records appended to OUT/records.jsonl as they finish, the table written to OUT/table.json."""
+    """The protocol of `settings` (preset, splits, seeds, budgets, methods, family; recorded in OUT/settings.json
+    before the first record): records appended to OUT/records.jsonl as they finish, the table to OUT/table.json."""
     from lifelong.sortsearch.estimators.protocol import make_splits, run_comparison
     from lifelong.sortsearch.estimators.scoring import paired, summarize
     from lifelong.sortsearch.experiment import load_matrix
 
+    splits, seeds, budgets = settings["splits"], settings["seeds"], settings["budgets"]
+    methods, family = settings["methods"], settings["family"]
     matrix_path, models_path, samples_path = inputs
     matrix = np.ascontiguousarray(load_matrix(matrix_path))
     families = _column(models_path, family, matrix.shape[0], "the model family of the shift split")
@@ -208,12 +265,18 @@ def _protocol_run(
     if min(budgets) < 1 or max(budgets) > matrix.shape[1]:
         raise UsageError(f"budgets must lie between 1 and the {matrix.shape[1]} samples")
     all_splits = make_splits(matrix.mean(axis=1), splits, seeds, families)
+    check_sources(all_splits, methods, matrix.shape[0])
     out.mkdir(parents=True, exist_ok=True)
+    if not resume or not (out / SETTINGS_FILE).exists():
+        atomic_write_bytes(out / SETTINGS_FILE, json.dumps(settings, indent=1).encode())
     total = len(all_splits) * len(budgets) * len(methods)
     records_path = out / "records.jsonl"
     with progress_bar(progress, total, description="compare") as advance:
 
         def finished(record: Any) -> None:
+            if not callable(progress):  # the bar's column: where the protocol is, whole in 40 characters
+                advance(1, f"{record.split} n'={record.budget} {record.method}")
+                return
             what = f"{record.split} seed {record.seed} n'={record.budget} {record.method}"
             advance(1, f"{what}: mean abs error {100 * _mae(record):.2f}%")
 

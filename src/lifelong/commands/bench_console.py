@@ -228,9 +228,10 @@ def print_zoo(result: BenchBuildZooResult, as_json: bool = False) -> None:
 
 
 def print_record(description: str, done: float, total: float | None) -> None:
-    """A `progress` callback of the compare protocol: `[k/N] what finished: its mean absolute error`."""
+    """A `progress` callback of the compare protocol, one line per record (`bench compare --verbose`, logs):
+    `[k/N] what finished: its mean absolute error`."""
     if done:
-        console.print(f"[{int(done)}/{int(total or 0)}] {description}")
+        console.print(f"[{int(done)}/{int(total or 0)}] {escape(description)}", highlight=False)
 
 
 def print_compare(result: BenchCompareResult, as_json: bool = False) -> None:
@@ -253,8 +254,8 @@ def print_compare(result: BenchCompareResult, as_json: bool = False) -> None:
     if as_json:
         print(json.dumps({"rows": result.rows, "paired": result.paired}))
         return
-    for line in table_lines(result.rows, result.paired):
-        console.print(line, highlight=False, soft_wrap=True)
+    for line in table_lines(result.rows, result.paired, console.width):
+        console.print(line, highlight=False, soft_wrap=True, markup=False)
     out = Path(result.out or ".")
     note(f"records in {out / 'records.jsonl'}, the table in {out / 'table.json'}")
 

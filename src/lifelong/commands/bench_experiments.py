@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from lifelong.commands.bench_inputs import _one_of, at_least, parse_budgets, toolkit_errors
+from lifelong.commands.presets import apply_preset, check_recorded
 from lifelong.core.errors import DataError, Interrupted, ResumeRefused, UsageError
 from lifelong.core.progress import Progress
 from lifelong.core.suggest import did_you_mean
@@ -235,13 +236,14 @@ def _clusters(method: str) -> int:
 class BenchBuildZooSpec:
     """`lifelong bench build-zoo OUT`: train and evaluate `models` varied models on `test_samples` clean samples of
     `source` plus a corrupted copy per corruption and severity; `resume` reuses OUT's finished models (a larger
-    `models` grows the zoo), `overwrite` builds it again. The accelerator fields are `lifelong run`'s."""
+    `models` grows the zoo), `overwrite` builds it again. The accelerator fields are `lifelong run`'s. `preset`
+    (quick or full, None: full) sets `models` and `test_samples` where they are None (`commands.presets`)."""
 
     out: str | Path
-    models: int = 120
+    models: int | None = None
     source: str = "fashion-mnist"
     fallback_source: str | None = None
-    test_samples: int = 2000
+    test_samples: int | None = None
     corruptions: str | Sequence[str] = "noise,blur,contrast,rotation,occlusion"
     severities: str | Sequence[int] = "1,2,3"
     seed: int = 0
@@ -255,6 +257,10 @@ class BenchBuildZooSpec:
     compile: bool = False
     channels_last: str = "auto"
     gpus_per_trial: float = 0.0
+    preset: str | None = None
+
+    def __post_init__(self) -> None:
+        apply_preset(self, "bench build-zoo")
 
 
 @dataclass(frozen=True)
@@ -296,12 +302,15 @@ def bench_build_zoo(
                 seed=spec.seed,
                 source_options={"skip_corrupt": True} if spec.skip_corrupt else None,
                 fallback_source=spec.fallback_source,
+                preset=spec.preset,
             )
             if spec.executor not in ("local", "ray"):
                 raise UsageError(
                     f"unknown --executor {spec.executor!r}{did_you_mean(spec.executor, ('local', 'ray'))}: local or ray"
                 )
             _zoo_output(out, spec.resume, spec.overwrite)
+            if spec.resume:
+                check_recorded(recorded_preset(out), str(spec.preset), f"the zoo in {out}")
             try:
                 summary = build_zoo(
                     out,
@@ -320,6 +329,18 @@ def bench_build_zoo(
             fallback = f"; or pass --fallback-source {FALLBACK_SOURCE} to build on rendered letters instead"
             raise DataError(f"{exc}{fallback}") from exc
     return BenchBuildZooResult(out, summary)
+
+
+def recorded_preset(out: Path) -> str | None:
+    """The preset a zoo in `out` was built with: its zoo.json's settings, or those its build recorded before
+    training (models/settings.json); None for a zoo built before presets were recorded."""
+    import json
+
+    for path in (out / "zoo.json", out / "models" / "settings.json"):
+        if path.is_file():
+            text = json.loads(path.read_text())
+            return (text.get("settings", text) or {}).get("preset")
+    return None
 
 
 def _names(text: str | Sequence[str]) -> tuple[str, ...]:

@@ -14,6 +14,7 @@ from lifelong.commands.cog_pretrain import CogPretrainResult
 from lifelong.commands.cog_run import CogRunResult
 from lifelong.commands.cog_runs import cog_top1
 from lifelong.commands.terminal import console, error_console, note
+from lifelong.commands.training_console import summary_lines
 
 
 def print_run_result(result: CogRunResult) -> None:
@@ -128,11 +129,19 @@ def print_concept_intervals(intervals: dict[tuple[str, str], tuple[float, float]
 
 
 def print_pretrain_result(result: CogPretrainResult) -> None:
-    """`cog pretrain`'s report: a kept encoder's note, then `key: value` per summary entry and the time taken."""
+    """`cog pretrain`'s report: a kept encoder's note, then a `label: value` line per summary entry (the training
+    images with what they show, numbers in words: see `summary_lines`) and the time taken."""
     if result.kept:
         note(f"{result.encoder} is already trained; kept (--overwrite trains it again)")
-    for key, value in result.summary.items():
-        console.print(f"{key}: {escape('-' if value is None else str(value))}", soft_wrap=True)
+    summary = {key: result.summary[key] for key in ("encoder", "kind") if key in result.summary} | result.summary
+    if summary.get("path") == summary.get("encoder"):
+        summary.pop("path")
+    if "images" in summary:
+        concepts = summary.pop("concepts", None)
+        shown = "every level's concepts" if concepts == "all" else f"the {concepts} concepts" if concepts else ""
+        summary["images"] = f"{summary['images']:,} training images" + (f" of {shown}" if shown else "")
+    for line in summary_lines(summary):
+        console.print(line, soft_wrap=True, markup=False, highlight=False)
     console.print(f"time: {result.seconds:.1f} s")
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from lifelong.commands import cog_prepare
-from lifelong.core.errors import Interrupted, UsageError
+from lifelong.core.errors import Interrupted, ResumeRefused, UsageError
 from lifelong.core.progress import Progress, progress_bar
 
 KINDS = ("supervised", "simclr", "random")
@@ -18,11 +18,12 @@ CONCEPT_SETS = ("seen", "all")  # what `cog pretrain --concepts` trains on
 
 @dataclass(frozen=True)
 class CogPretrainSpec:
-    """`lifelong cog pretrain`'s options (the same names and defaults); checked on construction, in CLI words."""
+    """`lifelong cog pretrain`'s options (the same names and defaults); checked on construction, in CLI words.
+    `preset` (quick or full, None: full) sets `epochs` when it is None (`commands.presets`)."""
 
     kind: str  # supervised | simclr | random (untrained: the control)
     out: str | Path  # the encoder file to write
-    epochs: int = 30
+    epochs: int | None = None  # None: the preset's (full 30, quick 4)
     resolution: int = 32  # input side
     architecture: str = "resnet_mini"  # resnet_mini, resnet18 or resnet34
     seed: int = 0
@@ -37,13 +38,16 @@ class CogPretrainSpec:
     precision: str = "auto"
     compile: bool = False
     channels_last: str = "auto"
+    preset: str | None = None  # quick | full
 
     def __post_init__(self) -> None:
         from lifelong.commands.device_options import accelerator_specs
+        from lifelong.commands.presets import apply_preset
         from lifelong.core.suggest import did_you_mean
         from lifelong.training.models import ARCHITECTURES
 
-        for flag, value, least in (("--epochs", self.epochs, 1), ("--resolution", self.resolution, 8)):
+        apply_preset(self, "cog pretrain")
+        for flag, value, least in (("--epochs", int(self.epochs or 0), 1), ("--resolution", self.resolution, 8)):
             if value < least:
                 raise UsageError(f"{flag} {value}: give {least} or more")
         if self.threads < 1:
@@ -88,7 +92,9 @@ def cog_pretrain(spec: CogPretrainSpec, *, progress: Progress = False) -> CogPre
     accelerator_from(spec.device, spec.precision, spec.compile, spec.channels_last)
     out = Path(spec.out)
     try:
-        if prepare_output(out, resume=spec.resume, overwrite=spec.overwrite, what="training") == "done":
+        state = prepare_output(out, resume=spec.resume, overwrite=spec.overwrite, what="training")
+        _check_resumed(spec, out, state)
+        if state == "done":
             summary = {"encoder": str(out), "kind": spec.kind, "feature_dim": load_encoder(out).feature_dim}
             return CogPretrainResult(out, {**summary, "trained": "before"}, True, time.perf_counter() - started)
         if spec.kind == "random":
@@ -102,6 +108,38 @@ def cog_pretrain(spec: CogPretrainSpec, *, progress: Progress = False) -> CogPre
         kept = "Finished epochs are kept in OUT.work (SimCLR): " if spec.kind == "simclr" else ""
         raise Interrupted(f"{kept}rerun the same command plus --resume.") from None
     return CogPretrainResult(out, summary, False, time.perf_counter() - started)
+
+
+def _check_resumed(spec: CogPretrainSpec, out: Path, state: str) -> None:
+    """--resume keeps a finished encoder, or continues an interrupted one, only at this spec's epochs (what its
+    preset sets): the epochs recorded in the encoder file, or in OUT.work's settings (supervised), must match."""
+    import json
+
+    from lifelong.commands.outputs import SETTINGS_FILE, work_folder
+    from lifelong.commands.presets import SIZES
+    from lifelong.training.checkpoints import read_torch_file
+
+    if spec.kind == "random" or state == "new":
+        return
+    settings = work_folder(out) / SETTINGS_FILE
+    if state == "done":
+        contents = read_torch_file(out)
+        epochs = contents.get("epochs") if isinstance(contents, dict) else None
+    elif settings.is_file():
+        epochs = json.loads(settings.read_text()).get("epochs")
+    else:
+        return  # SimCLR's own state file refuses other settings
+    if epochs is None or int(epochs) == spec.epochs:
+        return
+    presets = SIZES["cog pretrain"]
+    named = [name for name, sizes in presets.items() if sizes["epochs"] == int(epochs)]
+    made = f"{epochs} epochs" + (f" (--preset {named[0]})" if named else "")
+    asked = f"--preset {spec.preset}" if presets[str(spec.preset)]["epochs"] == spec.epochs else "--epochs"
+    where = out if state == "done" else work_folder(out)
+    raise ResumeRefused(
+        f"{where} holds an encoder trained for {made}; this command asks for {spec.epochs} ({asked}): give the same "
+        "--preset or --epochs to keep it, --overwrite to train it again, or another --out"
+    )
 
 
 def _train(spec: CogPretrainSpec, out: Path, progress: Progress) -> dict[str, Any]:

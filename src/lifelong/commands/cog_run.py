@@ -18,7 +18,6 @@ from lifelong.commands.terminal import note
 from lifelong.concepts.level_files import MIN_IMAGES
 from lifelong.core.errors import Interrupted, LifelongError, UsageError
 from lifelong.core.progress import Progress
-from lifelong.suites.cog import SEEN_DRAWS
 
 EXECUTORS = ("local", "ray")
 INTERRUPTED = "Every finished event is checkpointed: rerun the same command plus --resume."
@@ -26,7 +25,10 @@ INTERRUPTED = "Every finished event is checkpointed: rerun the same command plus
 
 @dataclass(frozen=True)
 class CogRunSpec:
-    """`lifelong cog run`'s options (the same names and defaults); checked on construction, in CLI words."""
+    """`lifelong cog run`'s options (the same names and defaults); checked on construction, in CLI words. `preset`
+    (quick or full, None: full) sets `seeds` (unless `seed` is given: that seed's run only), `probe` and
+    `seen_draws` where they are None (`commands.presets`); they name the runs, so the runs of two presets never
+    share a folder."""
 
     encoder: str  # a model name, a toolkit checkpoint, torchscript:FILE, hf:FOLDER or package.module:factory
     data: str = "cog-mini"  # cog-mini, or ImageNet-style DIR/<wnid>/* folders
@@ -39,9 +41,9 @@ class CogRunSpec:
     levels: str = ""  # e.g. "seen,1,2" (default: every level)
     shots: str = "all"  # all and/or shots per concept, e.g. "all,1,2,4"
     seed: int | None = None  # the first run's protocol seed (22, 37, 45, 77, 93)
-    seeds: int | None = None  # runs per level and shots (default: all 5; 1 with seed)
-    probe: str = "reference"  # reference | fast
-    seen_draws: int = SEEN_DRAWS  # the seen level as K seeded draws (0: all of it)
+    seeds: int | None = None  # runs per level and shots (default: all 5; 1 with seed; the preset's)
+    probe: str | None = None  # reference | fast (None: the preset's, full reference)
+    seen_draws: int | None = None  # the seen level as K seeded draws (0: all of it; None: the preset's, full 5)
     out: str | Path = "runs"  # one run folder per run
     executor: str = "local"  # local | ray
     num_cpus: int | None = None  # CPUs for a local Ray
@@ -56,14 +58,17 @@ class CogRunSpec:
     compile: bool = False
     channels_last: str = "auto"
     gpus_per_trial: float = 0.0
+    preset: str | None = None  # quick | full
 
     def __post_init__(self) -> None:
         from lifelong.commands.device_options import accelerator_specs, check_ray_gpus
+        from lifelong.commands.presets import apply_preset
         from lifelong.core.suggest import did_you_mean
         from lifelong.learners.probe import PROBES
         from lifelong.suites.cog import parse_shots
 
-        for flag, value, least in (("--threads", self.threads, 1), ("--seen-draws", self.seen_draws, 0)):
+        apply_preset(self, "cog run", keep=("seeds",) if self.seed is not None else ())
+        for flag, value, least in (("--threads", self.threads, 1), ("--seen-draws", int(self.seen_draws or 0), 0)):
             if value < least:
                 raise UsageError(f"{flag} {value}: give {least} or more")
         if self.gpus_per_trial < 0:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rich.table import Table
 
-from lifelong.commands.terminal import console, print_path
+from lifelong.commands.terminal import console, counted, print_path, print_title
 from lifelong.core.files import atomic_write_bytes
 from lifelong.metrics.fact_metric import BY_RULE, HEADLINE, summarize_fact_seeds
 from lifelong.results.runs import group_id
@@ -23,15 +23,18 @@ def _percent(value: float | None) -> str:
 
 
 def print_fact_run(result: dict) -> None:
-    """R[i, j] (generalized top-5 % on task j after task i, with b: the untrained model) and the headline figures."""
+    """R[i, j] (generalized top-5 % on task j after task i, with b: the untrained model) and the headline figures.
+
+    Tasks are numbered from 1, as in the paper and the report's facts page (records keep 0-based task indices)."""
     R = result.get("fact_R") or []
-    table = Table(title=f"{result['run_id']}: generalized top-5 %, R[after, on]")
+    print_title(f"{result['run_id']}: generalized top-5 %, R[after, on]")
+    table = Table()
     table.add_column("after \\ on", overflow="fold")
-    for j in range(len(R)):
+    for j in range(1, len(R) + 1):
         table.add_column(str(j), justify="right")
     if result.get("fact_b") is not None:
         table.add_row("untrained", *(_percent(v) for v in result["fact_b"]))
-    for i, row in enumerate(R):
+    for i, row in enumerate(R, start=1):
         table.add_row(str(i), *(_percent(v) for v in row))
     console.print(table)
     figures = [f"{label} {_percent(result.get(key))}%" for key, label in HEADLINE if result.get(key) is not None]
@@ -53,7 +56,6 @@ def print_fact_run(result: dict) -> None:
     if result["events_done"] < result["events_total"]:
         console.print(f"[yellow]stopped after {result['events_done']}/{result['events_total']} events[/]")
     print_path("records, plots and checkpoint:", result["path"])
-    print_path("facts.html:", f"lifelong report {result['path']}")
 
 
 def print_fact_seeds(results: list[dict], out: Path) -> Path | None:
@@ -64,7 +66,8 @@ def print_fact_seeds(results: list[dict], out: Path) -> Path | None:
         return None
     finished = [r for r in results if r.get("fact_generalized_mean_over_tasks") is not None]
     name = group_id(finished[0]["run_id"])
-    table = Table(title=f"{name}: {len(finished)} seeds, mean ± std (%)")
+    print_title(f"{name}: {counted(len(finished), 'seed')}, mean ± std (%)")
+    table = Table()
     table.add_column("figure", overflow="fold")
     table.add_column("mean ± std", justify="right")
     labels = dict(HEADLINE + BY_RULE)

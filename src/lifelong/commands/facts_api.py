@@ -89,12 +89,15 @@ def facts_split(spec: FactsSplitSpec, *, progress: Progress = False) -> FactsSpl
     from lifelong.facts.splits import balance_score, encode_facts, random_split, save_split
     from lifelong.facts.vectors import cached_part_vectors
     from lifelong.metrics.fact_scores import TOP_K
+    from lifelong.suites.facts import require_sentence_model
 
     started = time.perf_counter()
     out, tasks = Path(spec.out), spec.tasks
     result = FactsSplitResult(out, spec.method, tasks, seed=spec.seed, candidates=spec.candidates)
     if prepare_output(out, resume=spec.resume, overwrite=spec.overwrite, what="split") == "done":
         return result
+    if spec.method == "semantic" and spec.vectors is None:  # before any work: the model is an optional extra
+        require_sentence_model("or give --vectors FILE (word2vec or GloVe), or split with --method random")
     try:
         table = read_facts_csv(spec.facts_csv)
         facts, index = distinct_facts(table.facts)

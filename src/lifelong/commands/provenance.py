@@ -1,5 +1,6 @@
 """What run.json records so that a figure can be reproduced: the config, the stream, the machine, the versions,
-and the sha256 of every file the run loads (manifest, checkpoints, encoders, CSV lists)."""
+what decides the float results on this CPU (portable mode or not, the kernels and switches in use), and the sha256
+of every file the run loads (manifest, checkpoints, encoders, CSV lists)."""
 
 from __future__ import annotations
 
@@ -69,6 +70,14 @@ def _accelerator() -> dict[str, Any]:
     return current_accelerator().describe()
 
 
+def numerics() -> dict[str, Any]:
+    """What decides the run's float results here: portable mode, ATen's CPU capability, oneDNN/MKL/NNPACK settings,
+    threads, numpy's dispatch, OpenBLAS's kernels, what the CPU offers and a fingerprint (commands.portable)."""
+    from lifelong.commands.portable import describe
+
+    return describe()
+
+
 def versions() -> dict[str, str | None]:
     found: dict[str, str | None] = {}
     for package in PACKAGES:
@@ -100,6 +109,7 @@ def run_info(spec: Any, stream: Stream) -> dict[str, Any]:
         "platform": platform.platform(),
         "machine": machine(spec.threads),
         "accelerator": _accelerator(),
+        "numerics": numerics(),
         "files": loaded_files(config),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }

@@ -7,13 +7,14 @@ summary), printing nothing but the notes the command prints (a folder passed ove
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lifelong.commands.terminal import note
-from lifelong.core.errors import DataError, UsageError
+from lifelong.core.errors import DataError, ResumeRefused, UsageError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -40,8 +41,9 @@ class ResultsListSpec:
 
 @dataclass
 class ResultsList:
-    """The runs of a runs folder: `runs` (format table: one dict per run, as `lifelong results --json` prints) or
-    `frame` (csv, parquet: one row per run, event and metric), and the parquet file written (`out`)."""
+    """The runs of a runs folder: `runs` (format table: one dict per run, as `lifelong results --json` prints, with
+    its `system` and `headline`: the system's headline figure, {"metric": name, "value": number or None}) or `frame`
+    (csv, parquet: one row per run, event and metric), and the parquet file written (`out`)."""
 
     folder: Path
     format: str
@@ -61,9 +63,19 @@ def results_list(spec: ResultsListSpec) -> ResultsList:
     runs, skipped = recorded_runs(folder)
     for line in skipped:
         note(line)
+    runs = [_with_headline(run, folder) for run in runs]
     if spec.provenance:
         runs = [{**run, "provenance": read_provenance(run["path"])} for run in runs]
     return ResultsList(folder, spec.format, runs=runs)
+
+
+def _with_headline(run: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """The run with its system and that system's headline figure (`lifelong.report.systems.HEADLINES`)."""
+    from lifelong.report.systems import HEADLINES, system_of_folder
+
+    system = system_of_folder(folder / Path(run["path"]).name)
+    headline = HEADLINES[system]
+    return {**run, "system": system, "headline": {"metric": headline.name, "value": headline.figure(run["summary"])}}
 
 
 def _records(spec: ResultsListSpec, folder: Path) -> ResultsList:
@@ -87,19 +99,25 @@ def _records(spec: ResultsListSpec, folder: Path) -> ResultsList:
 class ReportSpec:
     """`lifelong report RUNS`: run folders (or their parent) compared in an HTML report in `out`; `reference` is
     the run id or learner regret is measured against (default: independent), `cog_baseline` the CoG encoder the
-    others are shown relative to."""
+    others are shown relative to; `overwrite` replaces a report already in `out` (its run labels are kept)."""
 
     runs: Sequence[str | Path]
     out: str | Path = "report"
     reference: str | None = None
     cog_baseline: str | None = None
+    overwrite: bool = False
 
 
 def report(spec: ReportSpec) -> Path:
-    """Write the report (an index and one page per system) and return its index.html."""
+    """Write the report (an index and one page per system) and return its index.html.
+
+    A report already in `spec.out` is an error without `spec.overwrite` (--overwrite), which replaces its pages and
+    figures and keeps its run labels; a folder that holds other files is never written into."""
     from lifelong.report.html import write_report
     from lifelong.results.runs import find_runs
 
+    out = Path(spec.out)
+    earlier = _earlier_report(out, overwrite=spec.overwrite)
     given = [spec.runs] if isinstance(spec.runs, str | Path) else list(spec.runs)
     folders, skipped = find_runs(given)
     for line in skipped:
@@ -107,15 +125,45 @@ def report(spec: ReportSpec) -> Path:
     if not folders:
         named = ", ".join(map(str, given))
         raise DataError(f"no run in {named}; give folders written by `lifelong run`, or their parent")
-    return write_report(folders, Path(spec.out), reference=spec.reference, cog_baseline=spec.cog_baseline)
+    for path in earlier:  # the earlier report's pages and figures; its labels.json stays
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+    return write_report(folders, out, reference=spec.reference, cog_baseline=spec.cog_baseline)
+
+
+def _earlier_report(out: Path, *, overwrite: bool) -> list[Path]:
+    """What --overwrite replaces in `out`: an earlier report's pages and figures (not its labels.json); raises
+    when `out` holds a report and `overwrite` is off, or holds files that are no report."""
+    from lifelong.report.pages import INDEX_FILE
+    from lifelong.report.runs import LABELS_FILE
+
+    if not out.exists():
+        return []
+    if not out.is_dir():
+        raise ResumeRefused(f"{out} exists and is not a folder; give another folder with --out")
+    earlier = sorted(p for p in out.iterdir() if p.name != LABELS_FILE)
+    if not earlier:
+        return []
+    if not (out / INDEX_FILE).is_file():
+        raise ResumeRefused(f"{out} holds files but no report (no {INDEX_FILE}); give a new or empty folder with --out")
+    if not overwrite:
+        raise ResumeRefused(
+            f"{out} already holds a report; pass --overwrite to replace it (each run keeps its label), or --out "
+            "to write elsewhere"
+        )
+    return earlier
 
 
 @dataclass(frozen=True)
 class MatrixSummarySpec:
-    """`lifelong matrix-summary RUNS`: accuracy-matrix runs of one setup (one per seed), summarised into `out`."""
+    """`lifelong matrix-summary RUNS`: accuracy-matrix runs of one setup (one per seed), summarised into `out`;
+    `overwrite` replaces a summary of the same setup already there."""
 
     runs: Sequence[str | Path]
     out: str | Path = "."
+    overwrite: bool = False
 
 
 @dataclass(frozen=True)
@@ -134,15 +182,48 @@ class MatrixSummary:
 
 
 def matrix_summary(spec: MatrixSummarySpec) -> MatrixSummary | None:
-    """Summarise the finished accuracy-matrix runs of `spec.runs` over seeds (None when none has its metrics)."""
+    """Summarise the finished accuracy-matrix runs of `spec.runs` over seeds (None when none has its metrics).
+
+    Unfinished runs (still running, interrupted, failed: a glob catches them too) are passed over with a note
+    naming each; an error only when no run is finished."""
     from lifelong.results import load_matrix_runs
+    from lifelong.results.runs import run_folders
 
     given = [spec.runs] if isinstance(spec.runs, str | Path) else list(spec.runs)
-    return write_matrix_seeds(load_matrix_runs(given), spec.out)
+    folders = run_folders(given)
+    unfinished = set()
+    for folder in folders:
+        why = _unfinished(folder)
+        if why:
+            unfinished.add(folder.resolve())
+            note(f"skipped {folder}: {why}")
+    if unfinished and all(f.resolve() in unfinished for f in folders):
+        raise DataError(
+            f"no finished run in {', '.join(map(str, given))}: {len(unfinished)} not finished (noted above); "
+            "finish them with `lifelong run ... --resume`, or give finished runs"
+        )
+    kept = [p for p in given if Path(p).resolve() not in unfinished]  # a parent's unfinished runs: passed over
+    return write_matrix_seeds(load_matrix_runs(kept), spec.out, overwrite=spec.overwrite)
 
 
-def write_matrix_seeds(results: list[dict], out: str | Path) -> MatrixSummary | None:
-    """The seed summary of accuracy-matrix run summaries, written to OUT/<group>-seeds.json and -seeds.png."""
+def _unfinished(folder: Path) -> str | None:
+    """Why the run in `folder` is not finished (from its summary.json), or None when it is."""
+    path = folder / "summary.json"
+    if not path.is_file():
+        return "not finished (no summary.json: still running, interrupted or failed)"
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return "not finished (summary.json unreadable)"
+    done, total = summary.get("events_done"), summary.get("events_total")
+    if isinstance(done, int) and isinstance(total, int) and done < total:
+        return f"not finished (stopped after {done} of {total} events)"
+    return None
+
+
+def write_matrix_seeds(results: list[dict], out: str | Path, *, overwrite: bool = True) -> MatrixSummary | None:
+    """The seed summary of accuracy-matrix run summaries, written to OUT/<group>-seeds.json and -seeds.png; an
+    existing summary of the group is replaced only with `overwrite` (`lifelong run` rewrites its own)."""
     from lifelong.core.files import atomic_write_bytes
     from lifelong.metrics.accuracy_matrix import summarize_matrix_seeds
     from lifelong.report.plots import plot_accuracy_matrix
@@ -161,12 +242,15 @@ def write_matrix_seeds(results: list[dict], out: str | Path) -> MatrixSummary | 
         "seeds": [r.get("seed") for r in finished],
         **summary,
     }
-    path = Path(out) / f"{name}-seeds.json"
+    path, png_path = Path(out) / f"{name}-seeds.json", Path(out) / f"{name}-seeds.png"
+    existing = [p for p in (path, png_path) if p.exists()]
+    if existing and not overwrite:
+        raise ResumeRefused(
+            f"{existing[0]} already exists; pass --overwrite to replace it, or --out to write elsewhere"
+        )
     atomic_write_bytes(path, (json.dumps(document, indent=2) + "\n").encode())
     labels = matrix_labels(finished[0])
-    png = plot_accuracy_matrix(
-        summary["mean_matrix"], Path(out) / f"{name}-seeds.png", labels=labels, title=f"{name}: mean over seeds"
-    )
+    png = plot_accuracy_matrix(summary["mean_matrix"], png_path, labels=labels, title=f"{name}: mean over seeds")
     return MatrixSummary(
         name, document["runs"], document["seeds"], summary["metrics"], summary["mean_matrix"], labels, path, png
     )

@@ -8,12 +8,13 @@ import numpy as np
 from rich.markup import escape
 from rich.table import Table
 
-from lifelong.commands.terminal import console, print_path
+from lifelong.commands.terminal import console, counted, print_path, print_title
 
 
 def print_run(result: dict) -> None:
     """The per-task table of one run (error and cumulative training FLOPs per evaluated task) and its summary."""
-    table = Table(title=escape(result["run_id"]))
+    print_title(result["run_id"])
+    table = Table()
     for column in ("#", "task", "year", "kind", "meta-test", "error", "train FLOPs (cum.)"):
         table.add_column(
             column, justify="right" if column in ("#", "error", "train FLOPs (cum.)") else "left", overflow="fold"
@@ -32,9 +33,12 @@ def print_run(result: dict) -> None:
         )
     console.print(table)
     mean, meta = result["mean_error"], result["meta_test_mean_error"]
+    meta_text = ""
+    if meta is not None:
+        meta_text = f"; meta-test mean error {meta:.4f} over {counted(result['num_meta_test_tasks'], 'task')}"
     console.print(
-        f"mean error {number(mean)} over {result['num_evaluated_tasks']} tasks"
-        + (f"; meta-test mean error {meta:.4f} over {result['num_meta_test_tasks']} tasks" if meta is not None else "")
+        f"mean error {number(mean)} over {counted(result['num_evaluated_tasks'], 'task')}"
+        + meta_text
         + f"; cumulative training FLOPs {number(result['cumulative_train_flops'], 'e')}"
     )
     if result.get("tasks_missing"):
@@ -70,28 +74,44 @@ def mean_std(values: list[float], digits: int = 4, style: str = "f", scale: floa
 
 
 def print_seed_summary(results: list[dict]) -> None:
-    """Mean ± std (ddof=1) over seeds of the mean error and the cumulative training FLOPs."""
-    errors = [r["mean_error"] for r in results]
-    flops = [r["cumulative_train_flops"] for r in results]
-    console.print(f"over {len(results)} seeds (mean ± std):", highlight=False)
-    console.print(f"  mean error {mean_std(errors)}", highlight=False)
-    console.print(f"  cumulative training FLOPs {mean_std(flops, 3, 'e')}", highlight=False)
+    """Mean ± std (ddof=1) over seeds of a task stream's headline first, E (the mean error over the meta-test tasks,
+    the figure the docs quote), then the mean error over all tasks and the cumulative training FLOPs."""
+    meta_test, every = _count(results, "num_meta_test_tasks"), _count(results, "num_evaluated_tasks")
+    lines = [(f"E: mean error over the{meta_test} meta-test tasks", [r["meta_test_mean_error"] for r in results])]
+    if all(r["num_meta_test_tasks"] == r["num_evaluated_tasks"] for r in results):  # no meta-train part
+        lines = [(f"E: mean error over all{every} tasks (all meta-test)", lines[0][1])]
+    else:
+        lines.append((f"mean error over all{every} tasks", [r["mean_error"] for r in results]))
+    cells = [(label, mean_std(values)) for label, values in lines]
+    cells.append(("cumulative training FLOPs", mean_std([r["cumulative_train_flops"] for r in results], 3, "e")))
+    width = max(len(label) for label, _ in cells)
+    console.print(f"over {len(results)} seeds (mean ± std, ddof=1):", highlight=False)
+    for label, value in cells:
+        console.print(f"  {label.ljust(width)}  {value}", highlight=False, markup=False)
 
 
-RESULT_COLUMNS = ("run", "status", "error", "train FLOPs")
+def _count(results: list[dict], key: str) -> str:
+    """' 5' when every run counted the same number of tasks under `key`, else '' (a run stopped early)."""
+    counts = {r.get(key) for r in results}
+    return f" {counts.pop()}" if len(counts) == 1 else ""
+
+
+RESULT_COLUMNS = ("run", "status", "metric", "value", "train FLOPs")
 
 
 def print_results(runs: list[dict], folder: Path, *, verbose: bool = False) -> None:
-    """One line per run of a results folder: id, status, mean error, training FLOPs (details with `verbose`).
+    """One line per run of a results folder (as `results_list` returns them): id, status, its system's headline
+    metric and value, training FLOPs (details with `verbose`); under the table, what each metric shown is.
 
     Fits the console's width: a run id too long for its column goes on a line of its own, never broken.
     """
+    from lifelong.report.systems import HEADLINES
+
     rows = []
     for run in runs:
-        s = run.get("summary") or {}
-        rows.append(
-            (run["run_id"], run["status"], number(s.get("mean_error")), number(s.get("cumulative_train_flops"), "e"))
-        )
+        s, headline = run.get("summary") or {}, HEADLINES[run["system"]]
+        figure = headline.text(run["headline"]["value"])
+        rows.append((run["run_id"], run["status"], headline.name, figure, number(s.get("cumulative_train_flops"), "e")))
     print_path(f"{len(rows)} run{'s' * (len(rows) != 1)} in", folder)
     if not rows:
         return
@@ -103,7 +123,7 @@ def print_results(runs: list[dict], folder: Path, *, verbose: bool = False) -> N
     def line(cells: tuple[str, ...]) -> str:
         out = cells[0].ljust(width)
         for i, (cell, w) in enumerate(zip(cells[1:], rest, strict=True)):
-            out += " " * gap + (cell.ljust(w) if i == 0 else cell.rjust(w))
+            out += " " * gap + (cell.ljust(w) if i < 2 else cell.rjust(w))  # status and metric: words
         return out.rstrip()
 
     console.print(line(RESULT_COLUMNS), style="bold", soft_wrap=True, markup=False, highlight=False)
@@ -115,6 +135,8 @@ def print_results(runs: list[dict], folder: Path, *, verbose: bool = False) -> N
         if verbose:
             for key, value in _details(run):
                 print_path(f"    {key}:", value, indent=6)
+    for system in dict.fromkeys(run["system"] for run in runs):
+        console.print(HEADLINES[system].meaning, style="dim", markup=False, highlight=False)
 
 
 def _details(run: dict) -> list[tuple[str, str]]:
@@ -124,8 +146,9 @@ def _details(run: dict) -> list[tuple[str, str]]:
         ("stream", str(run["stream"])),
         ("learner", str(run["learner"])),
         ("seed", str(run["seed"])),
-        ("meta-test mean error", number(s.get("meta_test_mean_error"))),
     ]
+    if run.get("system") == "nevis":  # beside E (the metric column): the mean over every task
+        details.append(("mean error over all tasks", number(s.get("mean_error"))))
     options = (run.get("config") or {}).get("learner_options") or {}
     if options:
         details.append(("learner options", ", ".join(f"{k}={v}" for k, v in sorted(options.items()))))
@@ -182,4 +205,30 @@ def print_runs(results: list[dict], out: str | Path) -> None:
     for result in results:
         print_run(result)
     if len(results) > 1:
+        _print_seeds(results)
+
+
+def _print_seeds(results: list[dict]) -> None:
+    """The seed summary of task-stream runs (`print_seed_summary`), or of CoG probe runs: top-1 per level."""
+    from lifelong.report.systems import COG, system_of_folder
+
+    if system_of_folder(results[0]["path"]) != COG:
         print_seed_summary(results)
+        return
+    from lifelong.commands.cog_console import print_cog_table
+    from lifelong.results.runs import group_id
+
+    print_cog_table(results, title=f"{group_id(results[0]['run_id'])}: test top-1 (%)")
+
+
+def print_next_steps(out: str | Path) -> None:
+    """One dim line after `lifelong run`'s tables: the commands that list and compare the runs of OUT (each
+    command whole on a line of its own when both do not fit the console's width)."""
+    import shlex
+
+    folder = shlex.quote(str(out))
+    steps = [f"lifelong results {folder}", f"lifelong report {folder} --out report"]
+    text = "next: " + "  |  ".join(steps)
+    lines = [text] if len(text) <= console.width else ["next:", *(f"  {step}" for step in steps)]
+    for line in lines:
+        console.print(line, style="dim", soft_wrap=True, markup=False, highlight=False)

@@ -16,8 +16,9 @@ from typing import Any
 
 import numpy as np
 
+from lifelong.commands import portable as portable_mode
 from lifelong.commands.provenance import run_info
-from lifelong.core.errors import ResumeRefused
+from lifelong.core.errors import ResumeRefused, UsageError
 from lifelong.core.files import atomic_write_bytes
 from lifelong.core.progress import Progress
 from lifelong.core.streams import Stream
@@ -66,6 +67,8 @@ class RunSpec:
     channels_last: bool | None = None  # None: on for CUDA
     compile: bool = False  # torch.compile the models' forward and backward
     loggers: tuple[str, ...] = ()  # registered loggers (lifelong.loggers entry points) fed each record (--log)
+    # the same numbers on any x86-64 CPU with AVX2 (--portable; default: LIFELONG_PORTABLE); not in the run id
+    portable: bool = field(default_factory=portable_mode.requested)
 
     @property
     def accelerator(self) -> Accelerator:
@@ -122,6 +125,7 @@ def execute(spec: RunSpec, metrics: Sequence[Metric] = ()) -> dict:
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {str(out)!r} is a file; give the folder that holds (or will hold) run folders")
     check_folder(spec)  # an existing run without --resume/--overwrite, or a resume with another setup
+    check_numerics_mode(spec)
     progress, spec = spec.progress, dataclasses.replace(spec, progress=bool(spec.progress))  # recorded as a flag
     set_torch_threads(spec.threads)  # same seed AND same threads give identical numbers
     use_accelerator(spec.accelerator)  # on this machine: a Ray worker without a GPU runs "auto" on its CPU
@@ -130,6 +134,25 @@ def execute(spec: RunSpec, metrics: Sequence[Metric] = ()) -> dict:
     with run_folder_lock(spec.folder):
         run_metrics = [*default_metrics(stream), *registered, *metrics]
         return _execute_held(spec, stream, learner, run_metrics, loggers, progress)
+
+
+def check_numerics_mode(spec: RunSpec) -> None:
+    """Portable mode on for a portable run (checked: it must have come before numpy and torch computed); a default
+    run refused in a process already in portable mode, which cannot switch back (docs/run.md#portable-numbers)."""
+    if spec.portable:
+        acc = spec.accelerator
+        if acc.on_cuda or acc.resolved_precision != "fp32" or acc.compile:
+            used = f"--device {acc.device}" if acc.on_cuda else "--compile" if acc.compile else "--precision bf16"
+            raise UsageError(
+                f"--portable is for CPU runs in fp32 without --compile (GPUs, bf16 kernels and compiled code differ "
+                f"by machine), got {used}: add --device cpu and leave --precision and --compile at their defaults"
+            )
+        portable_mode.ensure()
+    elif portable_mode.active():
+        raise UsageError(
+            "this process computes in portable mode (LIFELONG_PORTABLE=1, or an earlier portable run) and cannot "
+            "leave it: run the default mode in a process started without LIFELONG_PORTABLE"
+        )
 
 
 def check_learner(spec: RunSpec) -> None:
@@ -310,7 +333,8 @@ SAME_RUN_FIELDS = (
     "precision",
     "compile",
     "channels_last",
-)  # the speed options change the numbers a little; not the device: a GPU run may resume on a CPU and back
+    "portable",
+)  # the speed options and portable mode change the numbers; not the device: a GPU run may resume on a CPU and back
 
 
 def _check_same_config(spec: RunSpec, folder: Path) -> None:
@@ -320,7 +344,7 @@ def _check_same_config(spec: RunSpec, folder: Path) -> None:
     except (FileNotFoundError, ValueError):
         return  # no run.json yet: the run was killed before writing it, nothing to compare
     given = dataclasses.asdict(spec)
-    defaults = dataclasses.asdict(RunSpec())
+    defaults = dataclasses.asdict(RunSpec(portable=False))  # a run.json without the field was made before the mode
     differ = []
     for name in SAME_RUN_FIELDS:
         before = stored.get(name, defaults[name])

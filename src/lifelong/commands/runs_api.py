@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lifelong.commands import portable as portable_mode
 from lifelong.commands.runner import RunSpec
 from lifelong.core.errors import Interrupted, UsageError
 from lifelong.core.progress import Progress
@@ -30,7 +31,8 @@ class RunsSpec:
 
     `protocol` is `--protocol` (temporal streams: iid, the default, or streaming); `channels_last` takes auto, on
     or off (or RunSpec's None, True, False); `loggers` takes names or `tensorboard,wandb` as `--log` does;
-    `executor` is local or ray (`ray_address`, `num_cpus` and `gpus_per_trial` for Ray).
+    `executor` is local or ray (`ray_address`, `num_cpus` and `gpus_per_trial` for Ray); `portable` is
+    `--portable` (default: the LIFELONG_PORTABLE environment variable).
     """
 
     stream: str = "mini"
@@ -60,6 +62,7 @@ class RunsSpec:
     ray_address: str | None = None
     num_cpus: int | None = None
     gpus_per_trial: float = 0.0
+    portable: bool = field(default_factory=portable_mode.requested)
 
     @classmethod
     def of(cls, spec: RunSpec) -> RunsSpec:
@@ -114,6 +117,7 @@ class RunsSpec:
                 metrics=tuple(self.metrics),
                 save_predictions=self.save_predictions,
                 loggers=loggers,
+                portable=self.portable,
                 **accelerator,
             )
             for seed in range(self.seed, self.seed + self.seeds)
@@ -134,6 +138,8 @@ def run(spec: RunsSpec | RunSpec, *, progress: Progress = False) -> list[dict]:
     if isinstance(spec, RunSpec):
         spec = RunsSpec.of(spec)
     specs = spec.run_specs(progress)
+    if spec.portable:  # here too, before a local Ray starts: its workers inherit the mode's variables
+        portable_mode.enable()
     load_loggers(specs[0].loggers)  # an unknown logger, or its package missing: said before any run starts
     try:
         runner = make_executor(

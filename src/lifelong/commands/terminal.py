@@ -40,3 +40,18 @@ def print_path(label: str, path: str | Path, indent: int = 2) -> None:
         console.print(label, soft_wrap=True, markup=False, highlight=False)
         text = " " * indent + str(path)
     console.print(text, soft_wrap=True, markup=False, highlight=False)
+
+
+def counted(n: int, word: str, plural: str | None = None) -> str:
+    """`n word` with the word in the plural unless n is 1: `1 task`, `3 tasks`, `2 licences`."""
+    return f"{n} {word if n == 1 else plural or word + 's'}"
+
+
+def print_title(text: str) -> None:
+    """A table's title on lines of its own above it, in italics, wrapped between words only: a run id in it stays
+    whole however narrow the table (a rich Table's own title wraps to the table's width, inside ids)."""
+    import textwrap
+
+    lines = textwrap.wrap(text, max(console.width, 20), break_long_words=False, break_on_hyphens=False)
+    for line in lines:
+        console.print(f"[italic]{escape(line)}[/]", soft_wrap=True, highlight=False)

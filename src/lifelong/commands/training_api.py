@@ -61,7 +61,7 @@ class PretrainSpec:
 
 @dataclass(frozen=True)
 class PretrainResult:
-    """The checkpoint written (`path`) and its summary (what `lifelong pretrain` prints as JSON)."""
+    """The checkpoint written (`path`) and its summary (what `lifelong pretrain` prints, one line per entry)."""
 
     path: Path
     summary: dict[str, Any]
@@ -123,7 +123,7 @@ class PretrainSslSpec:
 
 @dataclass(frozen=True)
 class PretrainSslResult:
-    """The encoder written (`path`) and its summary (what `lifelong pretrain-ssl` prints as JSON)."""
+    """The encoder written (`path`) and its summary (what `lifelong pretrain-ssl` prints, one line per entry)."""
 
     path: Path
     summary: dict[str, Any]

@@ -2,24 +2,70 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from rich.markup import escape
 from rich.table import Table
 
-from lifelong.commands.terminal import console
+from lifelong.commands.terminal import console, print_title
 from lifelong.commands.training_api import TransferMatrixResult
+
+LABELS = {
+    "path": "checkpoint",
+    "num_classes": "classes",
+    "pretraining_flops": "pretraining FLOPs",
+    "train_flops": "training FLOPs",
+    "flops_per_step": "FLOPs per step",
+    "dev_error": "dev error (the best trial's)",
+    "threads": "torch threads",
+    "resolution": "resolution (px)",
+    "trials": "hyper-parameter trials",
+    "trial": "hyper-parameters (the best trial's)",
+    "split_sizes": "images per split",
+    "feature_dim": "feature size",
+    "num_images": "images",
+    "complete": "state",
+    "use": "use it",
+}
+
+
+def summary_value(key: str, value: Any) -> str:
+    """A summary's value in plain words: FLOPs as 1.645e+13, other numbers to 4 significant digits, a mapping as
+    `lr 0.05, label smoothing 0.1` (options as typed: `n_per_class=10`), a list comma-separated, true/false as
+    yes/no."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.3e}" if "flops" in key or abs(value) >= 1e6 else f"{value:.4g}"
+    if isinstance(value, dict) and key.endswith("options"):
+        return ", ".join(f"{k}={summary_value(k, v)}" for k, v in value.items())
+    if isinstance(value, dict):
+        return ", ".join(f"{k.replace('_', ' ')} {summary_value(k, v)}" for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return ", ".join(summary_value(key, v) for v in value)
+    return str(value)
+
+
+def summary_lines(summary: dict[str, Any]) -> list[str]:
+    """`label: value` per entry of a checkpoint's or encoder's summary, labels in words (`pretraining FLOPs`),
+    entries with no value (None, {}) left out."""
+    return [
+        f"{LABELS.get(key, key.replace('_', ' '))}: {summary_value(key, value)}"
+        for key, value in summary.items()
+        if value is not None and value != {} and value != []
+    ]
 
 
 def print_summary(summary: dict[str, Any]) -> None:
-    """A checkpoint's or encoder's summary as (highlighted) JSON."""
-    console.print_json(json.dumps(summary, default=str))
+    """A checkpoint's or encoder's summary, one `label: value` line per entry (see `summary_lines`)."""
+    for line in summary_lines(summary):
+        console.print(line, soft_wrap=True, markup=False, highlight=False)
 
 
 def print_transfer_matrix(result: TransferMatrixResult) -> None:
     """The matrix (row: the source task, column: the target; accuracy gain over Independent) and where it is."""
-    table = Table(title=f"transfer matrix of {result.stream} (accuracy gain over Independent; row = source)")
+    print_title(f"transfer matrix of {result.stream} (accuracy gain over Independent; row = source)")
+    table = Table()
     table.add_column("from \\ to", overflow="fold")
     for uid in result.tasks:
         table.add_column(uid, justify="right", overflow="fold")

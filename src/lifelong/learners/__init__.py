@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import re
 import typing
 from typing import Any
 
@@ -15,7 +14,7 @@ from lifelong.core.learner import Learner
 from lifelong.core.plugins import LEARNERS as GROUP
 from lifelong.core.plugins import Registry
 from lifelong.core.suggest import did_you_mean
-from lifelong.learners.options import OptionError, option_example, option_type, same_run_options
+from lifelong.learners.options import OptionError, option_example, option_help, option_type, same_run_options
 
 LEARNERS = Registry(GROUP, "learner", listing="lifelong learners")
 
@@ -57,16 +56,6 @@ def _option_schema(cls: type) -> type | None:
     return cls if dataclasses.is_dataclass(cls) else None
 
 
-def _option_help(name: str, classes: list[type]) -> str:
-    """The first sentence of a docstring along `classes` that names `name` in backquotes, else '-'."""
-    for cls in classes:
-        doc = " ".join((inspect.getdoc(cls) or "").split()) if "__doc__" in vars(cls) else ""
-        for sentence in re.split(r"(?<=[.;])\s+", doc):
-            if re.search(rf"`{re.escape(name)}[`=]", sentence):
-                return sentence.rstrip(".;")
-    return "-"
-
-
 def learner_options(name: str) -> list[dict[str, str]]:
     """The `-o` options of the learner registered as `name`: name, type, default and help (plain text)."""
     cls = learner_class(name)
@@ -96,7 +85,7 @@ def learner_options(name: str) -> list[dict[str, str]]:
                 "name": field.name,
                 "type": option_type(hints.get(field.name, type(default))),
                 "default": "-" if default is None else option_example(default),
-                "help": _option_help(field.name, [c for c in schema.__mro__ if c is not object]),
+                "help": option_help(field.name, schema),
             }
         )
     return sorted(rows, key=lambda row: row["name"])

@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -23,140 +22,21 @@ from lifelong.core.datasets import Dataset
 from lifelong.core.events import PredictEvent, TrainEvent
 from lifelong.core.resources import Resources
 from lifelong.core.tasks import TaskKey
-from lifelong.learners.buffers import POLICIES, ReplayBuffer
+from lifelong.learners.buffers import ReplayBuffer
+from lifelong.learners.continual_config import FEATURES, ContinualConfig
 from lifelong.learners.options import configure
-from lifelong.learners.penalties import EWC, MAS, PENALTIES, SI, ItemLoss, LwF, Term
+from lifelong.learners.penalties import EWC, MAS, SI, ItemLoss, LwF, Term
 from lifelong.training import array_feature_cache, encoders, feature_cache
-from lifelong.training.continual_loop import model_inputs, predict_items, step_lr, train_continual
+from lifelong.training.continual_loop import model_inputs, predict_items, train_continual
 from lifelong.training.devices import cpu_tensors, current_accelerator
 from lifelong.training.flops import architecture_forward_flops
 from lifelong.training.loop import derive_seed, predict_scores
-from lifelong.training.models import ARCHITECTURES, count_parameters, initialise, make_model
+from lifelong.training.models import count_parameters, initialise, make_model
 from lifelong.training.recipe import materialize
 
 # Stream tags for derive_seed(seed, task_index, tag)
 _INIT, _TRAIN, _BUFFER = 1, 2, 3
-FEATURES = "features"  # encoder value: the datasets already hold pre-extracted features
-TRAIN_ON = ("bucket", "bucket+buffer", "buffer")
 _ENCODED_CACHE = 32  # feature arrays kept per learner (CLEAR: 10 evaluation splits + the training sets)
-INITS = ("previous", "scratch")
-
-
-@dataclass(frozen=True)
-class ContinualConfig:
-    """Options of the continual learners; defaults give plain fine-tuning of a CNN.
-
-    CNN regime (`encoder` None): `architecture` trained with SGD (momentum, batch `batch_size`, `lr`,
-    `weight_decay`), the lr divided by 10 after `lr_step` of the `epochs`; images augmented (random resized
-    crop; no flip for `no_flip_domains`) at `resolution` (None: the task's metadata["resolution"], else the
-    native size). `epochs` defaults to 5 to fit a CPU budget (the paper trained ResNet18 for far longer).
-    `init`: "previous" (continue from the last bucket's model, head kept: the label space is fixed) or
-    "scratch" (fresh random weights per bucket). `train_on`: "bucket", "bucket+buffer" or "buffer" (the buffer
-    updated with the bucket first). `buffer`: "none" or a `ReplayBuffer` policy ("reservoir", "biased",
-    "class-balanced") of `buffer_size` items (None: one bucket); `alpha` or `c` for "biased".
-    `penalty`: "none", "ewc" (`ewc_lambda`, online Fisher decay `ewc_decay`), "si" (`si_c`, damping `si_xi`),
-    "mas" (`mas_lambda`; importance from the squared output norm), "lwf" (`lwf_alpha`, temperature
-    `lwf_temperature`); strengths from a one-seed sweep on clear-mini (linear
-    regime, best Acc: ewc_lambda 1 of 1/10/100, si_c 0.01 of 0.001/0.01/0.1, lwf_alpha 1 of 0.1/0.3/1). The
-    curvature of the EWC and SI quadratics is capped at 1 / lr per weight, so that SGD on them cannot diverge.
-    Linear regime (`encoder` set): "features" when the datasets already hold float32 features, else a spec for
-    `lifelong.training.encoders.load_encoder`; a linear head on frozen features with `linear_lr`,
-    `linear_epochs`, `linear_batch_size`, `linear_weight_decay` (paper: lr 1.0, batch 256, wd 0; 100 epochs
-    in the paper). Buffers then hold features. With `count_encoder_flops`, the encoder's forward FLOPs over
-    the items encoded for training count as training FLOPs.
-    """
-
-    architecture: str = "resnet_mini"
-    resolution: int | None = None
-    epochs: int = 5
-    batch_size: int = 64
-    lr: float = 0.1
-    weight_decay: float = 1e-5
-    momentum: float = 0.9
-    lr_step: float = 0.6
-    augment: bool = True
-    no_flip_domains: tuple[str, ...] = ("ocr",)
-    init: str = "previous"
-    train_on: str = "bucket"
-    buffer: str = "none"
-    buffer_size: int | None = None
-    alpha: float | None = None
-    c: float | None = None
-    penalty: str = "none"
-    ewc_lambda: float = 1.0
-    ewc_decay: float = 1.0
-    si_c: float = 0.01
-    si_xi: float = 1e-3
-    mas_lambda: float = 1.0
-    lwf_alpha: float = 1.0
-    lwf_temperature: float = 2.0
-    encoder: str | None = None
-    linear_lr: float = 1.0
-    linear_epochs: int = 30
-    linear_batch_size: int = 256
-    linear_weight_decay: float = 0.0
-    count_encoder_flops: bool = True
-    eval_batch_size: int = 256
-
-    def __post_init__(self) -> None:
-        if self.architecture not in ARCHITECTURES:
-            raise ValueError(f"unknown architecture {self.architecture!r}; choose one of {sorted(ARCHITECTURES)}")
-        if self.resolution is not None and self.resolution < 1:
-            raise ValueError(f"resolution must be a positive int or None (the task's), got {self.resolution}")
-        for name in ("epochs", "batch_size", "linear_epochs", "linear_batch_size", "eval_batch_size"):
-            if int(getattr(self, name)) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        for name in ("lr", "linear_lr", "lwf_temperature"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
-        for name in (
-            "weight_decay",
-            "linear_weight_decay",
-            "ewc_lambda",
-            "ewc_decay",
-            "si_c",
-            "mas_lambda",
-            "lwf_alpha",
-        ):
-            if not getattr(self, name) >= 0:
-                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
-        if not 0 <= self.momentum < 1 or not self.si_xi > 0:
-            raise ValueError(f"need 0 <= momentum < 1 and si_xi > 0, got momentum={self.momentum}, si_xi={self.si_xi}")
-        step_lr(1, self.lr_step)  # validates lr_step
-        for name, value, choices in (
-            ("init", self.init, INITS),
-            ("train_on", self.train_on, TRAIN_ON),
-            ("buffer", self.buffer, ("none", *POLICIES)),
-            ("penalty", self.penalty, PENALTIES),
-        ):
-            if value not in choices:
-                raise ValueError(f"unknown {name} {value!r}; choose one of {choices}")
-        uses_buffer = self.train_on != "bucket"
-        if uses_buffer != (self.buffer != "none"):
-            raise ValueError(
-                f"train_on={self.train_on!r} with buffer={self.buffer!r}: training on a buffer needs a buffer "
-                "policy, and a buffer is only kept when training uses it (train_on 'bucket+buffer' or 'buffer')"
-            )
-        if self.buffer == "none" and (self.buffer_size is not None or self.alpha is not None or self.c is not None):
-            raise ValueError("buffer_size / alpha / c need a buffer: set buffer (reservoir, biased, class-balanced)")
-        if self.buffer != "none":
-            self.empty_buffer()  # validates buffer_size, alpha, c
-        if self.encoder is not None and not str(self.encoder).strip():
-            raise ValueError("encoder must be None (CNN regime), 'features', or an encoder spec; got an empty string")
-        if self.encoder is not None and self.encoder != FEATURES:
-            encoders.check_encoder_spec(self.encoder)  # a missing encoder file fails here, before any training
-        object.__setattr__(self, "no_flip_domains", tuple(d.lower() for d in self.no_flip_domains))
-
-    @property
-    def linear(self) -> bool:
-        """True in the linear regime (frozen encoder or given features, trainable linear head)."""
-        return self.encoder is not None
-
-    def empty_buffer(self) -> ReplayBuffer | None:
-        """The buffer a run starts with (None without one)."""
-        if self.buffer == "none":
-            return None
-        return ReplayBuffer(self.buffer, capacity=self.buffer_size, alpha=self.alpha, c=self.c)
 
 
 class ContinualLearner:

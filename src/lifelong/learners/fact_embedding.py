@@ -64,42 +64,48 @@ BRANCH_NONE = "none"  # branch_from: the trunk is shared whole, the branches are
 
 @dataclass(frozen=True)
 class FactConfig(FineTuneOptions, ContinualConfig):
-    """Continual options (see ContinualConfig) for the fact model, the authors' Model_2: a pretrained trunk shared by
-    an S branch and a P/O branch, with outputs of the word vectors' size (S) and twice it (P, O).
-
-    `encoder`: the pretrained trunk, an encoder spec (efficientnet-lite0, a toolkit checkpoint, torchscript:FILE,
-    hf:FOLDER, package.module:factory), "none" for the small CNN (-o architecture) trained from scratch, or
-    "features" when the datasets already hold features (a linear fact head on them), `backbone` being its former
-    name (still taken, with a note).
-    `finetune`: "frozen" (the whole trunk frozen, its features computed once per image and cached), "partial" or "full".
-    `frozen_groups`: the trunk stages frozen from the input side with finetune=partial (default the authors' layout).
-    `branch_from`: the first trunk stage copied into each branch (default the authors' layout); "none" shares it all.
-    `lr_multipliers`: of the shared stages, S branch, P/O branch and new layers (default 1,1,2,10, as the authors').
-    `head_lr_multiplier`: not used by the fact model (the new layers take the 4th of lr_multipliers).
-    `hidden`: the width of each branch's new hidden layer on a shared trunk (the small CNN's P/O branch too).
-    `resolution`: the side images go to (None: the task's).
-    `converge`: train each task until its loss converges (training.convergence), every method alike.
-    `converge_tol`: the relative improvement below which the loss has plateaued.
-    `converge_window`: the epochs over which that improvement is measured (`epochs` is the cap).
-    `joint`: retrain from scratch on all data seen so far (after the last task: one model on all of it).
-    Biases train at 2 x their group's rate without weight decay, as the authors'.
+    """The continual learners' options for the fact model, the authors' Model_2: a pretrained trunk shared by an
+    S branch and a P/O branch, with outputs of the word vectors' size (S) and twice it (P, O). Biases train at
+    2 x their group's rate without weight decay, as the authors'.
     """
 
     option_aliases: ClassVar[dict[str, str]] = {"backbone": "encoder"}  # former name -> name (options.configure)
 
     encoder: str | None = "efficientnet-lite0"
+    """The pretrained trunk: an encoder spec (efficientnet-lite0, a toolkit checkpoint, torchscript:FILE,
+    hf:FOLDER, package.module:factory), none for the small CNN (-o architecture) trained from scratch, or features
+    when the datasets already hold features (a linear fact head on them). Its former name, backbone, is still
+    taken, with a note."""
     finetune: str = "frozen"
+    """How the trunk trains: frozen (not at all: its features are computed once per image and cached), partial
+    (the stages after frozen_groups) or full."""
+    frozen_groups: int | None = None
+    """The trunk stages frozen from the input side with finetune=partial (unset: the authors' layout)."""
+    lr_multipliers: list[float] | str | None = None
+    """Learning-rate multipliers of the shared stages, the S branch, the P/O branch and the new layers, as a list
+    or as commas (unset: 1,1,2,10, as the authors')."""
+    head_lr_multiplier: float | None = None
+    """Not used by the fact model: its new layers take the 4th of lr_multipliers."""
     branch_from: str | None = None
+    """The first trunk stage copied into each branch (unset: the authors' layout; none shares the whole trunk)."""
     epochs: int = 200
+    """The most epochs on each task (with converge, training stops earlier once the loss has converged)."""
     lr: float = 0.003
     weight_decay: float = 5e-4
     resolution: int | None = None
+    """The side, in pixels, images are resized to (unset: the task's)."""
     hidden: int = 512
+    """The width of each branch's new hidden layer on a shared trunk (and of the small CNN's P/O branch)."""
     joint: bool = False
+    """Retrain from scratch on all the data seen so far at each task (after the last task: one model on all of
+    it)."""
     augment: bool = False
     converge: bool = True
+    """Train each task until its loss converges (epochs is the cap), every method alike."""
     converge_tol: float = 0.01
+    """The relative improvement of the loss below which it has converged."""
     converge_window: int = 3
+    """The epochs over which the loss's improvement is measured."""
 
     def __post_init__(self) -> None:
         if self.encoder is not None and str(self.encoder).lower() == NO_ENCODER:

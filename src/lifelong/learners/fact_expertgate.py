@@ -40,17 +40,21 @@ STD_FLOOR = 1e-3  # a feature (nearly) constant over a task's images still stand
 
 @dataclass(frozen=True)
 class FactExpertGateConfig(FactConfig):
-    """Fact options (see FactConfig) for each expert, plus the gates': `gate_hidden` code width (the paper: 100),
-    `gate_epochs`, `gate_lr` (Adam), `gate_batch_size`, `gate_resolution` (side of the downsampled images),
-    `gate_encoder` (None: the trunk's features, or downsampled pixels without one, else an encoder spec for the
-    gates' features only, a second encoder beside the experts' trunk, with encoder=none or a fine-tuned trunk)."""
+    """The fact learners' options for each expert, plus the gates' (one autoencoder per task)."""
 
     gate_hidden: int = 100
+    """The code width of each task's gate, an undercomplete autoencoder (the paper: 100)."""
     gate_epochs: int = 40
+    """Epochs of each gate's training."""
     gate_lr: float = 1e-3
+    """The gates' learning rate (Adam)."""
     gate_batch_size: int = 64
+    """Items per step of a gate's training."""
     gate_resolution: int = 16
+    """With encoder=none and no gate_encoder, the side in pixels the gates' images are downsampled to."""
     gate_encoder: str | None = None
+    """An encoder spec for the gates' features only, a second encoder beside the experts' trunk, with encoder=none
+    or a fine-tuned trunk (unset: the trunk's features, or downsampled pixels without a trunk)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -31,15 +31,18 @@ Weights = dict[str, torch.Tensor]
 
 @dataclass(frozen=True)
 class FactIMMConfig(FactConfig):
-    """Fact options (see FactConfig) plus IMM's: `imm_alpha` "uniform" (alpha_k = 1/t) or "images" (alpha_k
-    proportional to task k's training images); `imm_eps` added to every Fisher entry in the merge; `imm_l2` the
-    L2-transfer strength (0: off; capped at 1 / lr, as the other quadratic penalties). The regularisers of the
-    other fact learners (`penalty`), Joint, and buffers do not combine with IMM.
+    """The fact learners' options plus IMM's. The other fact learners' penalties, joint training and buffers do
+    not combine with IMM.
     """
 
     imm_alpha: str = "uniform"
+    """The weight of each task's model in the merge: uniform (1/t each after t tasks) or images (in proportion to
+    the task's training images)."""
     imm_eps: float = 1e-8
+    """A positive number added to every Fisher entry in the merge."""
     imm_l2: float = 0.0
+    """The strength of the L2 pull toward the previous task's weights (0: off; capped at 1 / lr, as the other
+    quadratic penalties)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()

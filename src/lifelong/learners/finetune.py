@@ -153,22 +153,24 @@ class FinetunePrevLearner(TransferLearner):
 
 @dataclass(frozen=True)
 class FinetuneKnnConfig(IndependentConfig):
-    """IndependentConfig plus kNN selection: `mode` "static" (FT-s) or "dynamic" (FT-d), see the module docstring.
-
-    `k`, `knn_max_train`, `knn_max_dev`: the kNN relatedness settings (the paper: 5, 10,000, 5,000). `max_past_models`
-    bounds the past tasks kept as candidates (the most recent; None keeps all). `count_independent_flops`
-    (static mode): count the FLOPs of the independent models the learner trains for scoring. `allow_random_init`:
-    random weights may win the kNN choice whenever they score best (default False: as the reference, only when
-    there is no other candidate).
-    """
+    """The Independent recipe's options plus the kNN choice of the past model each task starts from."""
 
     mode: str = "dynamic"
+    """How past tasks are scored: dynamic (FT-d: with the learner's own model of each task) or static (FT-s: with
+    an independent model of each task, trained from random weights on that task alone)."""
     k: int = 5
+    """The neighbours of kNN relatedness (the paper: 5)."""
     knn_max_train: int = MAX_TRAIN
+    """The most training items kNN relatedness reads per task, a seeded subset (the paper: 10,000)."""
     knn_max_dev: int = MAX_DEV
+    """The most dev items kNN relatedness scores per task, a seeded subset (the paper: 5,000)."""
     max_past_models: int | None = None
+    """The past tasks kept as candidates, the most recent (unset: all)."""
     count_independent_flops: bool = True
+    """With mode=static, count the FLOPs of the independent models trained for scoring as training FLOPs."""
     allow_random_init: bool = False
+    """Let random weights win the kNN choice whenever they score best (false: as the reference, only when there is
+    no past task)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -22,7 +22,9 @@ class NearestMeanLearner:
     """
 
     name: str = "nearest-mean"
+    """The learner's name, as its runs record it."""
     batch_size: int = 1024
+    """Images per batch when summing the class means and when predicting."""
 
     def init(self, seed: int) -> dict:
         return {"seed": seed, "task": None, "label_space": None, "means": None}

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import functools
+import inspect
 import json
+import re
+import textwrap
 import types
 import typing
 import warnings
@@ -40,6 +45,42 @@ def option_type(annotation: Any) -> str:
     short = {"a whole number": "int", "a number": "float", "a string": "text", "a list": "list"}
     text = _describe(annotation).replace("true or false", "bool")
     return " or ".join(short.get(part, part) for part in text.split(" or "))
+
+
+def option_help(name: str, schema: type) -> str:
+    """The help of option `name` of the config class `schema`: the docstring under its field (the nearest along the
+    class's bases, so a subclass may say it anew), else the sentences of a class docstring that begin with
+    `` `name` ``; whitespace collapsed, backquotes dropped; '-' when nothing documents it."""
+    for cls in schema.__mro__:
+        text = _field_docs(cls).get(name)
+        if text:
+            return text
+    for cls in schema.__mro__:
+        doc = " ".join((inspect.getdoc(cls) or "").split()) if "__doc__" in vars(cls) else ""
+        said = [s for s in re.split(r"(?<=\.)\s+(?=[`A-Z])", doc) if s.startswith(f"`{name}`")]
+        if said:
+            return " ".join(said).replace("`", "")
+    return "-"
+
+
+@functools.cache
+def _field_docs(cls: type) -> dict[str, str]:
+    """{field: the string literal right under its annotated assignment} in `cls`'s own body (attribute docstrings,
+    as editors and Sphinx read them); {} when its source cannot be read."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    except (OSError, TypeError, SyntaxError):
+        return {}
+    node = tree.body[0] if tree.body else None
+    if not isinstance(node, ast.ClassDef):
+        return {}
+    docs = {}
+    for field, after in zip(node.body, node.body[1:], strict=False):
+        if not (isinstance(field, ast.AnnAssign) and isinstance(field.target, ast.Name)):
+            continue
+        if isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant) and isinstance(after.value.value, str):
+            docs[field.target.id] = " ".join(after.value.value.split())
+    return docs
 
 
 def option_example(value: Any) -> str:
@@ -184,19 +225,17 @@ def _example(default: Any) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class FineTuneOptions:
-    """How a learner fine-tunes a pretrained encoder (`lifelong.training.encoders.finetune`).
-
-    `finetune`: frozen (features only), full (every layer group trains) or partial (the first frozen_groups
-    groups frozen). `frozen_groups`: how many layer groups to freeze from the input side (alone it implies
-    finetune=partial). `lr_multipliers`: one learning-rate multiplier per trainable layer group, as a list or as
-    commas (1,2,4,10,20).
-    `head_lr_multiplier`: the new head's learning-rate multiplier (default: the last group's).
-    """
+    """How a learner fine-tunes a pretrained encoder (`lifelong.training.encoders.finetune`)."""
 
     finetune: str = "full"
+    """How the encoder trains: frozen (features only), full (every layer group) or partial (all but the first
+    frozen_groups groups)."""
     frozen_groups: int | None = None
+    """The encoder's layer groups frozen from the input side; given alone, it implies finetune=partial."""
     lr_multipliers: list[float] | str | None = None
+    """One learning-rate multiplier per trainable layer group, as a list or as commas (e.g. 1,2,4,10,20)."""
     head_lr_multiplier: float | None = None
+    """The new head's learning-rate multiplier (unset: the last group's)."""
 
     def fine_tune_choice(self, explicit_mode: bool = True) -> Any:
         """The options as a `FineTune` (CLI-worded ValueError if they contradict each other); `frozen_groups`

@@ -107,12 +107,16 @@ def register_encoder_architecture(spec: str, encoder: Encoder) -> str:
 
 @dataclass(frozen=True)
 class PretrainedOptions(FineTuneOptions):
-    """Where to start (`checkpoint`: a `pretrain` output or any encoder spec; `encoder`: an encoder spec; one of
-    them is required), whether the pretraining FLOPs count (first task) and how an encoder is fine-tuned."""
+    """Where to start (a checkpoint or an encoder: one of them is required), whether the pretraining FLOPs count
+    and how an encoder is fine-tuned."""
 
     checkpoint: str | None = None
+    """The starting point: a file written by lifelong pretrain (any encoder spec works too)."""
     encoder: str | None = None
+    """The pretrained network to start from: efficientnet-lite0, a toolkit checkpoint, torchscript:FILE,
+    hf:FOLDER or package.module:factory."""
     count_pretraining_flops: bool = False
+    """Add the pretraining FLOPs to the first task's training FLOPs."""
 
     def fit_job(self, *args: Any, **kwargs: Any) -> Any:
         """The recipe's FitJob, with the fine-tuning choice when the options set one (else as before)."""
@@ -124,24 +128,12 @@ class PretrainedOptions(FineTuneOptions):
 
 @dataclass(frozen=True)
 class PretrainedConfig(PretrainedOptions, IndependentConfig):
-    """IndependentConfig plus the starting point and its FLOPs.
-
-    `encoder=SPEC`: the pretrained network (efficientnet-lite0, a toolkit checkpoint, torchscript:FILE, hf:FOLDER,
-    package.module:factory); one of encoder and checkpoint is required. `checkpoint=PATH`: a `lifelong pretrain`
-    file (any encoder spec works too). `count_pretraining_flops=true` adds the pretraining FLOPs to the first
-    task's training FLOPs.
-    """
+    """The Independent recipe's options plus the starting point and its FLOPs."""
 
 
 @dataclass(frozen=True)
 class PretrainedFinetuneKnnConfig(PretrainedOptions, FinetuneKnnConfig):
-    """FinetuneKnnConfig plus the starting point and its FLOPs.
-
-    `encoder=SPEC`: the pretrained network (efficientnet-lite0, a toolkit checkpoint, torchscript:FILE, hf:FOLDER,
-    package.module:factory); one of encoder and checkpoint is required. `checkpoint=PATH`: a `lifelong pretrain`
-    file (any encoder spec works too). `count_pretraining_flops=true` adds the pretraining FLOPs to the first
-    task's training FLOPs.
-    """
+    """finetune-knn's options plus the starting point and its FLOPs."""
 
 
 def _file_format(path: str) -> str | None:

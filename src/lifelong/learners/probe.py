@@ -25,15 +25,17 @@ PREDICT_ROWS = 65_536
 
 @dataclass(frozen=True)
 class ProbeConfig:
-    """`probe`: reference (naver/cog's 30 Optuna TPE trials x 100 epochs: the default) or fast (a grid trained
-    together on a short schedule; not validated within 0.3 points on real features, see docs/cog.md).
-    `trials`/`epochs`: override the reference probe's (None: the protocol's). `device`: auto, cpu, cuda or cuda:N
-    (None: the current accelerator's, as every model)."""
+    """The linear probe of ImageNet-CoG: which probe, its budget and its device."""
 
     probe: str = "reference"
+    """Which probe: reference (naver/cog's 30 Optuna TPE trials x 100 epochs) or fast (a grid trained together on a
+    short schedule; not validated within 0.3 points on real features, see docs/cog.md)."""
     trials: int | None = None
+    """The reference probe's trials (unset: the protocol's 30)."""
     epochs: int | None = None
+    """The reference probe's epochs per trial (unset: the protocol's 100)."""
     device: str | None = None
+    """Where the probe trains: auto, cpu, cuda or cuda:N (unset: the current accelerator, as every model)."""
 
     def __post_init__(self) -> None:
         if self.device is not None:

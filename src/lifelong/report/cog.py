@@ -97,8 +97,8 @@ def _level_order(level: str) -> tuple[int, str]:
 
 
 def level_table(values: dict, shots: str, intervals: dict | None = None) -> tuple[list[str], list[dict[str, Any]]]:
-    """(levels, rows): per (encoder, probe) the mean ± std cells (with the interval over concepts when known) and
-    the relative-to-seen cells."""
+    """(levels, rows): per (encoder, probe) the (mean ± std, interval over concepts or '') cells and the
+    relative-to-seen cells."""
     intervals = intervals or {}
     levels = sorted({k[2] for k in values if k[3] == shots}, key=_level_order)
     rows = []
@@ -118,11 +118,13 @@ def level_table(values: dict, shots: str, intervals: dict | None = None) -> tupl
     return levels, rows
 
 
-def _cell(means: dict, stds: dict, interval: tuple[float, float] | None, level: str) -> str:
+def _cell(means: dict, stds: dict, interval: tuple[float, float] | None, level: str) -> tuple[str, str]:
+    """(mean ± std, the interval's 'low, high' or ''): the page shows '65.80 ± 1.20 [60.1, 70.2]' on one line, or
+    breaks it before the bracket where the table needs the room."""
     if level not in means:
-        return "-"
+        return "-", ""
     text = f"{means[level]:.2f} ± {stds[level]:.2f}"
-    return text if interval is None else f"{text} [{interval[0]:.1f}, {interval[1]:.1f}]"
+    return text, "" if interval is None else f"{interval[0]:.1f}, {interval[1]:.1f}"
 
 
 def _plot_levels(levels: list[str], rows: list[dict], values: dict, shots: str, path: Path) -> Path:

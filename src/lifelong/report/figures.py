@@ -12,73 +12,68 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from matplotlib.lines import Line2D
-from matplotlib.ticker import LogLocator, MaxNLocator, NullFormatter
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from lifelong.metrics.analysis import records_of_type
 from lifelong.report.plots import (
     keep_axes_size,
     keep_task_axes,
     legend_below,
+    log_compute_axis,
     new_figure,
     note,
     outside_legend,
     save_png,
     set_task_ticks,
+    stacked_figure,
     task_figure,
     wrap_label,
 )
 from lifelong.report.runs import Run, group_label, group_runs, line_color
 
-MARKERS = "osD^vP*Xph"
 LONG_STREAM = 40  # tasks: beyond, the legend goes under the figure so that the tasks get its whole width
 
 
-def plot_error_vs_cflop(runs: Sequence[Run], fronts: dict[tuple[str, Any], list[Run]], path: Path) -> Path:
-    """Scatter of meta-test error against cFLOP (log x; symlog when a run has 0 FLOPs), Pareto front dashed."""
-    fig, ax = new_figure(8.0, 5.0)
+def error_vs_cflop_figure(runs: Sequence[Run], fronts: dict[tuple[str, Any], list[Run]]) -> Figure:
+    """Meta-test error E against cFLOP, one axes per stream (runs of different streams are not comparable): a
+    point per run (colour: learner, the same on every axes), the stream's Pareto front dashed where two or more
+    runs are on it, a log compute axis with numbered ticks (symlog when a run has 0 FLOPs). The legends list only
+    what their axes draw."""
+    groups = group_runs(runs)
     learners = list(dict.fromkeys(r.row["learner"] for r in runs))
-    groups = list(group_runs(runs))
-    scored = [r for r in runs if r.row["meta_test_mean_error"] is not None]
-    for run in scored:
-        x, y = run.row["cflop"], run.row["meta_test_mean_error"]
-        color, marker = line_color(learners.index(run.row["learner"])), MARKERS[groups.index(run.group) % len(MARKERS)]
-        ax.scatter([x], [y], color=color, marker=marker, s=40, zorder=3)
-    for front in fronts.values():
-        if front:
-            xs = [r.row["cflop"] for r in front]
-            ys = [r.row["meta_test_mean_error"] for r in front]
-            ax.step(xs, ys, where="post", color="0.3", linestyle="--", linewidth=1, zorder=2)
-    cflops = [r.row["cflop"] for r in scored]
-    positive = [c for c in cflops if c > 0]
-    if cflops and len(positive) == len(cflops):
-        ax.set_xscale("log")
-        low, high = ax.get_xlim()
-        if math.floor(np.log10(high)) - math.ceil(np.log10(low)) >= 1:  # two powers of ten in view: label only them
-            ax.xaxis.set_minor_formatter(NullFormatter())
-        else:  # fewer: label 2 and 5 times the powers of ten as well
-            ax.xaxis.set_minor_locator(LogLocator(subs=(2.0, 5.0)))
-    elif cflops:
-        ax.set_xscale("symlog", linthresh=min(positive, default=1.0))
-    handles = [
-        Line2D([], [], color=line_color(i), marker="o", linestyle="", label=name) for i, name in enumerate(learners)
-    ]
-    if len(groups) > 1:
-        handles += [
-            Line2D([], [], color="0.3", marker=MARKERS[i % len(MARKERS)], linestyle="", label=group_label(g))
-            for i, g in enumerate(groups)
-        ]
-    handles.append(Line2D([], [], color="0.3", linestyle="--", label="Pareto front"))
-    outside_legend(ax, handles=handles, fontsize=8)
-    if not scored:
-        note(ax, "no run evaluated meta-test tasks")
-    ax.set_xlabel("cFLOP: training FLOPs over the whole stream")
-    ax.set_ylabel("E: mean error over meta-test tasks")
-    ax.set_title("error vs compute")
-    ax.grid(alpha=0.3)
-    keep_axes_size(fig, ax, 5.5, 3.5)
-    _annotate_runs(ax, scored)
-    return save_png(fig, path)
+    fig, axes = stacked_figure(8.0, 4.6, max(1, len(groups)))
+    if not groups:
+        note(axes[0], "no run evaluated meta-test tasks")
+    for ax, (group, members) in zip(axes, groups.items(), strict=False):
+        scored = [r for r in members if r.row["meta_test_mean_error"] is not None]
+        for i, learner in enumerate(learners):
+            mine = [r for r in scored if r.row["learner"] == learner]
+            if mine:
+                xs, ys = [r.row["cflop"] for r in mine], [r.row["meta_test_mean_error"] for r in mine]
+                ax.scatter(xs, ys, color=line_color(i), s=40, zorder=3, label=learner)
+        front = [(r.row["cflop"], r.row["meta_test_mean_error"]) for r in fronts.get(group) or []]
+        if len(set(front)) > 1:  # one point (one run, or seeds that tie) draws no line: no legend entry either
+            xs, ys = zip(*front, strict=True)
+            ax.step(xs, ys, where="post", color="0.3", linestyle="--", linewidth=1, zorder=2, label="Pareto front")
+        log_compute_axis(ax, [r.row["cflop"] for r in scored])
+        if scored:
+            outside_legend(ax, fontsize=8)
+        else:
+            note(ax, "no run evaluated meta-test tasks")
+        ax.set_xlabel("cFLOP: training FLOPs over the whole stream")
+        ax.set_ylabel("E: mean error over meta-test tasks")
+        ax.set_title(wrap_label(f"error vs compute: {group_label(group)}", 80), parse_math=False)
+        ax.grid(alpha=0.3)
+        ax.grid(which="minor", axis="x", alpha=0.15)
+        keep_axes_size(fig, ax, 5.5, 0.0)  # width for the legend; each axes has its row's height
+        _annotate_runs(ax, scored)
+    return fig
+
+
+def plot_error_vs_cflop(runs: Sequence[Run], fronts: dict[tuple[str, Any], list[Run]], path: Path) -> Path:
+    """`error_vs_cflop_figure`, written to `path` as PNG."""
+    return save_png(error_vs_cflop_figure(runs, fronts), path)
 
 
 def _annotate_runs(ax: Any, runs: Sequence[Run]) -> None:

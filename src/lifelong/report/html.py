@@ -3,10 +3,12 @@
 `write_report` writes index.html, the page of each system that has runs (`lifelong.report.systems`: task streams
 with error vs compute, CLEAR accuracy matrices, ImageNet-CoG, lifelong fact learning) and their figures into one
 folder. Runs of one system are never drawn on another's axes. Every run gets a short label (R1, R2, ...) by which
-figures name it; each page maps labels to run ids. Pages link the figures by relative name and load nothing else
-(no script, no stylesheet or font from elsewhere), so the folder can be moved or archived as is. Every string that
-comes from runs (ids, learners, task names, domains) is escaped by Jinja2's autoescaping in the pages and drawn as
-plain text (no mathtext) in figures; every figure's layout is checked when saved (`lifelong.report.layout`).
+figures name it; each page maps labels to run ids. Labels are stable: numbered in the order the runs were created,
+and kept in the folder (labels.json), so a rebuild with more runs never relabels the others. Pages link the figures
+by relative name and load nothing else (no script, no stylesheet or font from elsewhere), so the folder can be moved
+or archived as is. Every string that comes from runs (ids, learners, task names, domains) is escaped by Jinja2's
+autoescaping in the pages and drawn as plain text (no mathtext) in figures; every figure's layout is checked when
+saved (`lifelong.report.layout`).
 
 The runs table gives each run's status: 'finished', or failed, interrupted or incomplete as the run folder's
 summary.json and the results database beside the folder (results.sqlite, opened read-only) tell it.
@@ -24,7 +26,7 @@ from lifelong.report.facts import write_fact_page
 from lifelong.report.nevis import write_nevis_page
 from lifelong.report.pages import INDEX_FILE, write_page
 from lifelong.report.regret import check_reference
-from lifelong.report.runs import Run, legend_rows, run_status
+from lifelong.report.runs import Run, assign_labels, by_label, legend_rows, read_labels, run_status, write_labels
 from lifelong.report.systems import CLEAR, COG, FACTS, NEVIS, SYSTEMS
 from lifelong.results import read_run, summarize_run
 from lifelong.results.runs import run_folders
@@ -46,11 +48,11 @@ def _expand_parents(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
 
 
 def _read_runs(run_dirs: Sequence[Path]) -> list[Run]:
-    """The runs of the folders, labelled R1, R2, ... in the order given; raises on a run given twice."""
+    """The runs of the folders, in the order given; raises on a run given twice."""
     runs = []
-    for number, run_dir in enumerate(run_dirs, start=1):
+    for run_dir in run_dirs:
         data = read_run(run_dir)
-        runs.append(Run(data, summarize_run(data), run_status(data), label=f"R{number}"))
+        runs.append(Run(data, summarize_run(data), run_status(data)))
     folders: dict[str, list[str]] = {}
     for run, run_dir in zip(runs, run_dirs, strict=True):
         folders.setdefault(run.id, []).append(str(run_dir))
@@ -79,11 +81,14 @@ def write_report(
     if not run_dirs:
         raise ValueError("no run folders given; pass folders written by `lifelong run`, or their parent folder")
     runs = _read_runs(run_dirs)
-    check_reference(runs, reference)
     out = Path(out)
+    labels = assign_labels(runs, read_labels(out))  # an earlier report's labels stay; new runs take the next ones
+    runs = by_label(runs)
+    check_reference(runs, reference)
     if out.exists() and not out.is_dir():
         raise ValueError(f"report folder {out} exists and is not a folder; give another --out")
     out.mkdir(parents=True, exist_ok=True)
+    write_labels(out, labels)
 
     by_system = {key: [r for r in runs if r.system == key] for key in SYSTEMS}
     present = [key for key in SYSTEMS if by_system[key]]

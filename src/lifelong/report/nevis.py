@@ -32,9 +32,10 @@ TEMPLATE = "nevis.html.j2"
 def _compute_section(runs: Sequence[Run], fronts: dict, out: Path) -> Section:
     section = Section(
         "Error vs compute",
-        "Mean error over the meta-test tasks (E) against the training FLOPs of the whole stream (cFLOP), one point "
-        "per run, named by its label. Dashed: the Pareto front of each stream (no run is better in both).",
-        figures=[("error_vs_cflop.png", "error vs cFLOP with the Pareto front")],
+        "Mean error over the meta-test tasks (E) against the training FLOPs of the whole stream (cFLOP, log scale), "
+        "one plot per stream (runs of different streams are not comparable), one point per run, named by its label. "
+        "Dashed: the stream's Pareto front (no run is better in both), where it joins two points or more.",
+        figures=[("error_vs_cflop.png", "error vs cFLOP, one plot per stream, with each stream's Pareto front")],
     )
     plot_error_vs_cflop(runs, fronts, out / "error_vs_cflop.png")
     unscored = [r.label for r in runs if r.row["meta_test_mean_error"] is None]

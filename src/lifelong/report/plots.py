@@ -21,6 +21,7 @@ from matplotlib import colormaps
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from lifelong.core.files import atomic_write_bytes
 from lifelong.metrics.analysis import records_of_type
@@ -39,6 +40,54 @@ def new_figure(width: float, height: float = 4.5) -> tuple[Figure, Any]:
     fig.set_layout_engine("constrained", w_pad=PAD_IN, h_pad=PAD_IN)
     FigureCanvasAgg(fig)
     return fig, fig.add_subplot()
+
+
+def stacked_figure(width: float, height: float, rows: int) -> tuple[Figure, list[Any]]:
+    """A figure of `rows` axes one above the other, each `height` inches tall, on its own Agg canvas."""
+    fig = Figure(figsize=(min(width, MAX_WIDTH_IN), height * rows), dpi=DPI)
+    fig.set_layout_engine("constrained", w_pad=PAD_IN, h_pad=PAD_IN, hspace=0.08)
+    FigureCanvasAgg(fig)
+    return fig, [fig.add_subplot(rows, 1, row) for row in range(1, rows + 1)]
+
+
+def compact_number(value: float) -> str:
+    """A tick label of a FLOPs axis: '0', '500', '2e7', '1.5e12' (no mathtext, no '+' or leading zeros)."""
+    if value == 0:
+        return "0"
+    if 1e-3 <= abs(value) < 1e4:
+        return f"{value:g}"
+    mantissa, _, exponent = f"{value:.2g}".partition("e")
+    return f"{mantissa}e{int(exponent)}" if exponent else mantissa
+
+
+def log_compute_axis(ax: Any, values: Sequence[float]) -> None:
+    """A log x axis over `values` (FLOPs) with numbered ticks: a view of at least a decade around them, each
+    power of ten labelled ('1e12'), and 2 and 5 times them too when the view spans two decades or less; symlog
+    (and 0 labelled) when a value is 0."""
+    positive = [float(v) for v in values if v > 0]
+    formatter = FuncFormatter(lambda value, _: compact_number(value))
+    if len(positive) < len(values):  # 0 is linear, then a decade below the smallest positive value on, log
+        smallest, largest = min(positive, default=1.0), max(positive, default=1.0)
+        linthresh = 10.0 ** (np.floor(np.log10(smallest)) - 1)
+        ax.set_xscale("symlog", linthresh=linthresh)
+        ax.set_xlim(-0.2 * linthresh, largest * 10**0.2)  # a point at 0 shown whole
+        ax.xaxis.set_major_formatter(formatter)
+        return
+    ax.set_xscale("log")
+    if positive:
+        low, high = np.log10(min(positive)), np.log10(max(positive))
+        pad = max(0.1 * (high - low), (1.0 - (high - low)) / 2.0)  # margins; a single point gets a decade
+        ax.set_xlim(10 ** (low - pad), 10 ** (high + pad))
+        span = high - low + 2 * pad
+    else:
+        span = np.inf
+    ax.xaxis.set_major_locator(LogLocator(base=10.0))
+    ax.xaxis.set_major_formatter(formatter)
+    if span <= 2.0:
+        ax.xaxis.set_minor_locator(LogLocator(base=10.0, subs=(2.0, 5.0)))
+        ax.xaxis.set_minor_formatter(formatter)
+    else:
+        ax.xaxis.set_minor_formatter(NullFormatter())
 
 
 def task_figure(num_points: int) -> tuple[Figure, Any]:

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
 from typing import Any
 
+from lifelong.core.files import atomic_write_bytes
 from lifelong.metrics.analysis import aggregate_seeds, forward_transfer_details, pareto_front, records_of_type
 from lifelong.report.plots import wrap_label
 from lifelong.report.systems import SYSTEMS, is_matrix_run, system_of
@@ -21,6 +24,7 @@ from lifelong.results import DB_FILE, RunData
 
 SUMMARY_FILE = "summary.json"
 FINISHED = "finished"
+LABELS_FILE = "labels.json"  # in the report folder: run id -> label, so that a rebuilt report keeps its labels
 
 
 @dataclass
@@ -62,6 +66,56 @@ class Run:
     def group(self) -> tuple[str, Any]:
         """Runs are comparable only over the same stream and evaluation split."""
         return self.row["stream"], self.row["eval_split"]
+
+
+def read_labels(folder: str | Path) -> dict[str, str]:
+    """The labels an earlier report in `folder` gave (run id -> "R<n>"); empty when there is none to read."""
+    try:
+        labels = json.loads((Path(folder) / LABELS_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(labels, dict):
+        return {}
+    return {str(k): str(v) for k, v in labels.items() if _label_number(str(v)) is not None}
+
+
+def _label_number(label: str) -> int | None:
+    number = label[1:]
+    return int(number) if label[:1] == "R" and number.isdigit() and int(number) > 0 else None
+
+
+def _created(run: Run) -> float:
+    """Sort key: when run.json says the run was created (undated runs last; a stable sort keeps the given order)."""
+    try:
+        return datetime.strptime(str(run.data.info.get("created")), "%Y-%m-%dT%H:%M:%S%z").timestamp()
+    except ValueError:
+        return float("inf")
+
+
+def assign_labels(runs: Sequence[Run], known: Mapping[str, str]) -> dict[str, str]:
+    """Label the runs R1, R2, ...: a run in `known` (an earlier report's labels) keeps its label, the others take
+    the next numbers in the order they were created (then in the order given), so adding runs never relabels the
+    others. Returns `known` with the new labels added (what the report folder keeps)."""
+    labels = dict(known)
+    number = max((_label_number(label) or 0 for label in labels.values()), default=0)
+    for run in sorted((r for r in runs if r.id not in labels), key=_created):
+        number += 1
+        labels[run.id] = f"R{number}"
+    for run in runs:
+        run.label = labels[run.id]
+    return labels
+
+
+def write_labels(folder: str | Path, labels: Mapping[str, str]) -> Path:
+    """Keep the report's labels (run id -> label) in `folder` for the next rebuild."""
+    path = Path(folder) / LABELS_FILE
+    atomic_write_bytes(path, (json.dumps(dict(labels), indent=2, sort_keys=True) + "\n").encode())
+    return path
+
+
+def by_label(runs: Sequence[Run]) -> list[Run]:
+    """The runs in the order of their labels (R1, R2, ..., R10), as every table lists them."""
+    return sorted(runs, key=lambda r: (_label_number(r.label) or 0, r.id))
 
 
 def _db_status(data: RunData) -> tuple[str, dict[str, Any]] | None:

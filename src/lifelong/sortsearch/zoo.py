@@ -54,6 +54,7 @@ CLEAN = "clean"
 # what a build writes in OUT: models/ keeps each finished model, the rest is written at the end
 ZOO_FILES = ("models", "correctness.npy", "confidence.npy", "images.npy", "samples.csv", "models.csv", "zoo.json")
 
+SETTINGS_FILE = "settings.json"  # in OUT/models: the settings of the build that started them (with its first model)
 BATCH_SIZE = 32
 WARMUP_EPOCHS = 0.25
 EVAL_BATCH_SIZE = 512
@@ -66,7 +67,8 @@ class ZooSettings:
     """What a zoo is: its models (`n_models` drawn from `space` with `seed`) and its samples (`n_test` test items of
     `source`, loaded with `source_options`, plus a copy per corruption and severity). `flip`: mirror augmented
     images (None: yes, except glyph sources). `fallback_source`: the source to use instead when `source`'s data
-    are not installed (None: a missing source is an error). Sequences become tuples; a `space` of None is the
+    are not installed (None: a missing source is an error). `preset`: the named size these settings came from
+    (`lifelong bench build-zoo --preset`; recorded, None: none). Sequences become tuples; a `space` of None is the
     default space."""
 
     n_models: int = 120
@@ -79,6 +81,7 @@ class ZooSettings:
     space: ZooSpace = field(default_factory=ZooSpace)
     flip: bool | None = None
     fallback_source: str | None = None
+    preset: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "corruptions", tuple(self.corruptions))
@@ -361,6 +364,8 @@ def build_zoo(
         recorded["requested_source"] = settings.source
     recorded |= {"n_test": n_test, "corruptions": list(corruptions), "severities": list(severities), "seed": seed}
     recorded |= {"threads": threads, "space": space.to_dict()}
+    if settings.preset is not None:
+        recorded["preset"] = settings.preset
     if start_over:
         for name in ZOO_FILES:
             path = out / name
@@ -395,6 +400,8 @@ def build_zoo(
                 part = todo[start : start + batch]
                 advance(0, f"training {part[0].name}" if len(part) == 1 else f"training {len(part)} models")
                 for spec, result in zip(part, runner.map(job, part), strict=True):
+                    if not (out / "models" / SETTINGS_FILE).exists():  # what a resume is checked against
+                        atomic_write_bytes(out / "models" / SETTINGS_FILE, json.dumps(recorded, indent=2).encode())
                     _save_npz(
                         out / "models" / f"{spec.id}.npz",
                         key=np.array(keys[spec.id]),

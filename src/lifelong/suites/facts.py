@@ -14,6 +14,7 @@ import functools
 import os
 import warnings
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -30,6 +31,9 @@ from lifelong.metrics.fact_scores import TOP_K
 from lifelong.suites.options import stream_flag
 
 SPLIT_METHODS = ("semantic", "random")
+# `-s preset=NAME` of the facts-mini stream: the defaults it gives these options (explicit -s options win); full is
+# FactsMiniOptions' own, quick fewer training images of the same 186 facts (the same 16 test images a fact)
+PRESET_SIZES: dict[str, dict[str, int]] = {"full": {"n_images": 28_624}, "quick": {"n_images": 12_000}}
 Images = Callable[[str], tuple[np.ndarray, np.ndarray]]  # split name -> (uint8 images [N, H, W, 3], fact index [N])
 
 
@@ -154,26 +158,36 @@ def vectors_for(
     """(part ids [C, 3], part vectors (one array per part), t(f) as [C, 3, d]) from a word-vector file, or from the
     offline sentence model without one; cached per vocabulary (`lifelong.facts.vectors.cached_part_vectors`)."""
     if vectors_path is None:
-        _require_sentence_model()
+        require_sentence_model("or pass -s vectors=FILE (word2vec text/binary or GloVe) to use word vectors instead")
     part_ids, vocabularies = encode_facts(facts)
     parts, _ = cached_part_vectors(vocabularies, vectors_path, oov=oov)
     return part_ids, list(parts), fact_matrix(part_ids, parts).reshape(len(facts), 3, -1)
 
 
-def _require_sentence_model() -> None:
-    """A ValueError saying what to do when the offline sentence model's package is not installed."""
+def require_sentence_model(instead: str) -> None:
+    """Unless the offline sentence model (the `[text]` extra) is installed, raise TextModelMissingError (a ValueError)
+    saying how to install it, then `instead`: what works without it, in the command's words."""
     from lifelong.concepts import text_similarity
 
     try:
         text_similarity.model_id()  # a light import of the model package: is it installed?
-    except ImportError as exc:
-        raise ValueError(
-            f"fact vectors without a word-vector file come from the offline sentence model: {exc}; or pass "
-            "-s vectors=FILE (word2vec text/binary or GloVe) to use word vectors instead"
+    except ImportError:
+        raise text_similarity.TextModelMissingError(
+            "fact vectors without a word-vector file come from the offline sentence model of the optional extra "
+            f"[text], which is not installed: {text_similarity.INSTALL_HINT}; {instead}"
         ) from None
 
 
-__all__ = ["SPLIT_METHODS", "fact_stream", "split_facts", "vectors_for"]
+__all__ = ["SPLIT_METHODS", "fact_stream", "require_sentence_model", "split_facts", "vectors_for"]
+
+
+def preset_options(preset: str | None, options: dict[str, Any]) -> dict[str, Any]:
+    """`options` (facts-mini's -s options for FactsMiniOptions) with `preset`'s sizes for those not given (None:
+    full); a ValueError in CLI words for an unknown preset."""
+    name = "full" if preset is None else str(preset)
+    if name not in PRESET_SIZES:
+        raise ValueError(f"-s preset={preset}: unknown preset; give {' or '.join(PRESET_SIZES)}")
+    return {**PRESET_SIZES[name], **options}
 
 
 def facts_mini(
@@ -187,18 +201,23 @@ def facts_mini(
     split_seed=0,
     distance="auto",
     centre=False,
+    preset=None,
     **options,
 ):
     """offline lifelong fact learning on emoji compositions: 186 facts, 4 tasks, split=semantic|random"""
     from lifelong.data.sources.facts_mini import (
         FactsMiniOptions,
+        check_artwork,
         load_facts_mini,
         plan_counts,
         plan_facts,
         shipped_vectors_path,
     )
 
+    options = preset_options(preset, options)  # -s preset=quick|full: sizes, unless given
     opts = FactsMiniOptions(**{k: type(getattr(FactsMiniOptions(), k))(v) for k, v in options.items()})
+    if allow_missing is not None:  # a run (None: `lifelong streams` lists it): no artwork, no run folder
+        check_artwork(opts)
     facts = plan_facts(opts)
     counts = plan_counts(opts, len(facts))
     part_ids, part_vectors, vectors = vectors_for(facts, shipped_vectors_path())

@@ -51,6 +51,7 @@ HELP = {
     "linkage": "semantic split's linkage: single, average, complete, ward, or auto (the balance criterion)",
     "distance": "semantic split's fact distance: eq2, padded, or auto (the balance criterion)",
     "centre": "subtract the mean fact vector (the authors' SUBMEAN) from targets, candidates and task similarity",
+    "preset": "named size: quick (a few minutes on 2 cores) or full (the default); -s options given win",
 }
 
 

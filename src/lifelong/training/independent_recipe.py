@@ -21,43 +21,59 @@ from lifelong.training.recipe import FitJob, materialize
 class IndependentConfig:
     """Recipe of the Independent learner, scaled down for a 2-core CPU (the paper: resnet34, 64 px, B in [16, 512]).
 
-    `resolution`: square side images are resized to (None keeps each task's native size). `epochs` over
-    the train split; batch size by `batch_size_for(N, min_batch_size, max_batch_size)`. No horizontal flip
-    for tasks whose `domain` is in `no_flip_domains` (case-insensitive). `max_task_history` bounds the
-    list of past task uids kept in the state.
-
-    Hyper-parameters: `trials=1` trains once with `lr` and `label_smoothing`; `trials` > 1 (the paper: 16) runs
-    random search: lr log-uniform in `lr_range`, label smoothing uniform in `label_smoothing_range`, or the frugal
-    variant with `fixed_label_smoothing` (0.15) and `lr_grid` ((1e-4, 1e-3, 1e-2, 1e-1)). Trials are drawn with
-    the task index as seed (the paper's protocol), and trained with seeds from (run seed, task index, trial index).
-    `executor`: "local" runs trials one after the other here; "ray" fans them out over Ray (a local Ray with
-    `ray_num_cpus` CPUs, or the cluster at `ray_address`), spread over its nodes, each trial using this process's
-    torch thread count and `gpus_per_trial` GPUs (fractional: trials share a GPU); finished trials come back here.
+    Trials are drawn with the task index as seed (the paper's protocol), and trained with seeds from (run seed,
+    task index, trial index).
     """
 
     architecture: str = "resnet_mini"
+    """The network trained on each task: resnet_mini, resnet18 or resnet34."""
     resolution: int | None = 32
+    """The side, in pixels, of the square images are resized to (unset: each task's native size)."""
     epochs: int = 10
+    """Epochs over each task's train split."""
     min_batch_size: int = 16
+    """The smallest batch: the batch size is N / 400 for N training images, rounded down to a power of 2 and
+    bounded by min_batch_size and max_batch_size."""
     max_batch_size: int = 128
+    """The largest batch (see min_batch_size)."""
     lr: float = 0.05
+    """The learning rate of SGD (Nesterov, warm-up then cosine) when trials=1."""
     label_smoothing: float = 0.1
+    """The label smoothing of the loss when trials=1, in [0, 1)."""
     weight_decay: float = 1e-4
+    """The weight decay of SGD."""
     momentum: float = 0.9
+    """SGD momentum."""
     warmup_epochs: float = 1.0
+    """Epochs of linear learning-rate warm-up before the cosine decay."""
     augment: bool = True
+    """Augment the training images: a random resized crop and a random mirror."""
     no_flip_domains: tuple[str, ...] = ("ocr",)
+    """Task domains whose images are never mirrored, since mirroring can change their class (case-insensitive)."""
     eval_batch_size: int = 256
+    """Images per batch when evaluating and predicting."""
     max_task_history: int = 1000
+    """The most past task ids the learner's state keeps."""
     trials: int = 1
+    """Hyper-parameter trials per task: 1 trains once with lr and label_smoothing; more (the paper: 16) runs a
+    random search and keeps the best on the dev split."""
     lr_range: tuple[float, float] = (1e-4, 1e-1)
+    """The random search's learning rates: log-uniform between these two."""
     label_smoothing_range: tuple[float, float] = (0.0, 0.3)
+    """The random search's label smoothing: uniform between these two."""
     fixed_label_smoothing: float | None = None
+    """The frugal search: this label smoothing for every trial (e.g. 0.15) instead of label_smoothing_range."""
     lr_grid: tuple[float, ...] | None = None
+    """The frugal search: these learning rates (e.g. 1e-4, 1e-3, 1e-2, 1e-1) instead of lr_range."""
     executor: str = "local"
+    """Where trials run: local (one after the other, here) or ray (fanned out over Ray's nodes, each trial with
+    this process's torch thread count; finished trials come back here)."""
     ray_address: str | None = None
+    """With executor=ray, the address of the Ray cluster (unset: a local Ray)."""
     ray_num_cpus: int | None = None
+    """With executor=ray and no ray_address, the CPUs of the local Ray (unset: Ray's default)."""
     gpus_per_trial: float = 0.0
+    """With executor=ray, the GPUs each trial takes (fractional: trials share a GPU)."""
 
     def __post_init__(self) -> None:
         if self.architecture not in ARCHITECTURES:

@@ -354,7 +354,7 @@ def build_cog_mini(
     """Build cog-mini in memory (no cache); `load_cog_mini` is the cached entry point."""
     options = options or CogMiniOptions()
     art = art or EmojiArt()
-    art.require(sum(options.styles(), ()))
+    art.require(sum(options.styles(), ()), what="cog-mini")
     plan, notes = _plan(options, mapping or read_mapping())
     total = sum(len(m) for m in plan.values())
     with progress_bar(progress, total, description="cog-mini: rendering") as advance:
@@ -401,7 +401,7 @@ def load_cog_mini(
     """
     options = options or CogMiniOptions()
     art = EmojiArt(emoji_dir)
-    art.require(sum(options.styles(), ()))
+    art.require(sum(options.styles(), ()), what="cog-mini")
     mapping_text = shipped_mapping_text()
     root = Path(cache_dir) if cache_dir is not None else resolve_data_root(data_root) / "cog-mini"
     folder = root / cache_key(options, art, mapping_text)

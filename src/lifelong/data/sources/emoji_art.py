@@ -48,11 +48,11 @@ HOLDOUT_FAMILIES = ("noto", "twemoji", "openmoji")
 FONT_FILES = {"noto": ("NotoColorEmoji.ttf",), "symbola": ("Symbola.ttf", "Symbola_hint.ttf", "Symbola.otf")}
 FONT_SUBDIRS = ("truetype/noto", "truetype/ancient-scripts", "truetype/symbola", "opentype/symbola", "")
 NPM_PACKAGES = {"twemoji": "emoji-datasource-twitter", "openmoji": "openmoji"}
-HOW_TO_INSTALL = {
-    "noto": "the Debian package fonts-noto-color-emoji",
-    "symbola": "the Debian package fonts-symbola",
-    "twemoji": "the npm package emoji-datasource-twitter",
-    "openmoji": "the npm package openmoji (and cairosvg from PyPI)",
+HOW_TO_INSTALL = {  # what is missing, as the "not installed" message names it
+    "noto": "Noto Color Emoji (Debian fonts-noto-color-emoji)",
+    "symbola": "Symbola (Debian fonts-symbola)",
+    "twemoji": "Twemoji (npm emoji-datasource-twitter)",
+    "openmoji": "OpenMoji (npm openmoji, PyPI cairosvg)",
 }
 NOTO_SIZE = 109  # the only size Noto Color Emoji's bitmap strike is drawn at
 MARGIN = 0.08  # blank border around the drawing, as a fraction of the side
@@ -203,17 +203,16 @@ class EmojiArt:
         """The styles among `styles` whose package is not installed."""
         return [s for s in styles if not self.available(s)]
 
-    def require(self, styles=STYLES) -> None:
-        """Raise EmojiArtMissingError naming each missing package, where we looked and the install command."""
+    def require(self, styles=STYLES, what: str = "the emoji source") -> None:
+        """Raise EmojiArtMissingError, in a few CLI words: the artwork `what` (e.g. "facts-mini") lacks and the one
+        command that installs it."""
         missing = self.missing(styles)
         if not missing:
             return
         families = sorted({FAMILY[s] for s in missing})
-        what = "; ".join(f"{f}: {HOW_TO_INSTALL[f]}" for f in families)
-        looked = ", ".join(str(p) for p in self._searched["fonts"] + self._searched["npm"])
         raise EmojiArtMissingError(
-            f"emoji style(s) {', '.join(missing)} are not installed ({what}); looked in {looked}. Install them all "
-            f"with `{INSTALL_COMMAND}`, or point ${EMOJI_DIR_ENV} (npm packages) / ${FONT_DIR_ENV} (fonts) at them"
+            f"{what} draws emoji artwork that is not installed here: {'; '.join(HOW_TO_INSTALL[f] for f in families)}."
+            f" Install it with `{INSTALL_COMMAND}` (or point ${EMOJI_DIR_ENV} at the npm packages)"
         )
 
     def source_id(self, style: str) -> str:

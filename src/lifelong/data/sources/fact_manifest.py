@@ -2,8 +2,8 @@
 
 Layouts (`layout="auto"` tells them apart by the header):
 - "toolkit": one CSV with columns S,P,O,image,split (or one `fact` column of "<S, P, O>" texts instead of S,P,O; `*`
-  or empty = undefined; split = train|test), as `facts_mini.export_facts_csv` writes; or two CSVs (train, test) without
-  a split column. Image paths are relative to `images` (default: the CSV's folder).
+  or empty = undefined; split = train|test), as `facts_mini_export.export_facts_csv` writes; or two CSVs (train,
+  test) without a split column. Image paths are relative to `images` (default: the CSV's folder).
 - "authors": the manifests of the authors' code (github.com/Elhoseiny-VisionCAIR-Lab/lifelong_fact_learning): per
   task b, `splits/<T>tasks_<random|semantic>/B<b>_train.csv` and `B<b>_test.csv` with columns image_links, NLP_links,
   SPO, id, w_s, w_p, w_o (one row per image; `id` = the fact; w_* = 1 where that part is defined), and

@@ -27,7 +27,6 @@ import math
 import os
 import re
 import shutil
-import tempfile
 import time
 import zlib
 from dataclasses import asdict, dataclass, field
@@ -43,7 +42,7 @@ from lifelong.core.progress import progress_bar
 from lifelong.data.roots import resolve_data_root
 from lifelong.data.sources.cog_mini import CogMiniOptions, augment
 from lifelong.data.sources.emoji_art import STYLES, EmojiArt, art_cache_key, check_style_split, style_split
-from lifelong.facts.facts import UNDEFINED, Fact
+from lifelong.facts.facts import Fact
 
 OBJECTS_FILE = "facts_mini_objects.csv"
 VECTORS_FILE = "facts_mini_vectors.txt"
@@ -329,8 +328,14 @@ def _fact_images(renderer: _Renderer, fact: Fact, styles: tuple[str, ...], count
     return images, np.array([STYLES.index(s) for s in chosen], dtype=np.uint8)
 
 
+def check_artwork(options: FactsMiniOptions | None = None, emoji_dir: str | os.PathLike | None = None) -> None:
+    """Raise EmojiArtMissingError (what is missing, the command that installs it) unless every style of `options`
+    draws every object: a run checks this when it builds the stream, before it makes its run folder."""
+    _check_art(EmojiArt(emoji_dir), read_objects(), sum((options or FactsMiniOptions()).styles(), ()))
+
+
 def _check_art(art: EmojiArt, objects: list[FactsMiniObject], styles: tuple[str, ...]) -> None:
-    art.require(styles)
+    art.require(styles, what="facts-mini")
     absent = [f"{o.name} ({o.codepoints}) in {s}" for o in objects for s in styles if not art.has(s, o.codepoints)]
     if absent:
         raise ValueError(f"the installed artwork lacks {absent}; choose other styles or objects drawn by every style")
@@ -420,7 +425,7 @@ def load_facts_mini(
     """
     options = options or FactsMiniOptions()
     art = EmojiArt(emoji_dir)
-    art.require(sum(options.styles(), ()))
+    art.require(sum(options.styles(), ()), what="facts-mini")
     root = Path(cache_dir) if cache_dir is not None else resolve_data_root(data_root) / "facts-mini"
     folder = root / cache_key(options, art, shipped_objects_text())
     manifest_path = folder / "manifest.json"
@@ -446,32 +451,6 @@ def load_facts_mini(
 
 
 # -- export and word vectors ----------------------------------------------------------------------------------------
-
-
-def export_facts_csv(fm: FactsMini, root: str | os.PathLike) -> Path:
-    """Write `root/images/<split>_<i>.png` and `root/FACTS.csv` (S,P,O,image,split; `*` = undefined); returns the
-    CSV's path. `root` must not exist or be empty; it appears whole or not at all."""
-    root = Path(root)
-    if root.exists() and any(root.iterdir()):
-        raise FileExistsError(f"{root} exists and is not empty; remove it or export into another folder")
-    root.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{root.name}.", dir=root.parent))
-    try:
-        (staging / "images").mkdir()
-        rows = [("S", "P", "O", "image", "split")]
-        for split in ("train", "test"):
-            images, labels = getattr(fm, f"{split}_images"), getattr(fm, f"{split}_facts")
-            for i, (image, label) in enumerate(zip(images, labels, strict=True)):
-                name = f"images/{split}_{i:06d}.png"
-                Image.fromarray(image).save(staging / name)
-                rows.append((*(part or UNDEFINED for part in fm.facts[label]), name, split))
-        with open(staging / "FACTS.csv", "w", newline="", encoding="utf-8") as f:
-            csv.writer(f, lineterminator="\n").writerows(rows)
-        os.replace(staging, root)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return root / "FACTS.csv"
 
 
 def vocabulary(objects: list[FactsMiniObject] | None = None) -> list[str]:

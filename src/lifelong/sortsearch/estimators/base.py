@@ -13,7 +13,9 @@ returns an `Estimate`: the accuracy of every target over all samples, and where 
 interval and per-sample probabilities of a correct answer (for per-sample error and Brier score).
 
 Estimators register as entry points of the group "lifelong.estimators" (lifelong's own in its pyproject.toml,
-exactly as another package would); `estimator(name, **options)` builds one, `estimator_names()` lists them.
+exactly as another package would); `estimator(name, **options)` builds one, `estimator_names()` lists them. An
+estimator class may declare `min_sources`, the fewest source models its plan can be fitted on (1 when it declares
+none); `min_sources(name)` reads it, so a comparison can refuse a split that has fewer before any work.
 """
 
 from __future__ import annotations
@@ -128,6 +130,11 @@ def estimator_names() -> list[str]:
 def estimator(name: str, **options: Any) -> Estimator:
     """The registered estimator `name`, built with its options."""
     return ESTIMATORS.load(name)(**options)
+
+
+def min_sources(name: str) -> int:
+    """The fewest source models the registered estimator `name` can be fitted on: its class's `min_sources`, else 1."""
+    return max(1, int(getattr(ESTIMATORS.load(name), "min_sources", 1)))
 
 
 def check_observed(observed: Any, items: np.ndarray) -> np.ndarray:

@@ -20,6 +20,7 @@ import numpy as np
 from scipy.special import expit
 
 _CHUNK = 1 << 22  # entries of a [models, items] block processed at once
+MIN_DIMENSION_MODELS = 3  # choose_dimension holds out every 5th model and fits on the other (at least 2)
 
 
 class MIRTFit(NamedTuple):
@@ -157,7 +158,7 @@ def choose_dimension(R: np.ndarray, dims: tuple[int, ...], *, tolerance: float =
     held = np.arange(0, m, 5)
     train = np.setdiff1d(np.arange(m), held)
     if train.size < 2 or n < 2:
-        raise ValueError("choosing the IRT dimension needs at least 3 source models and 2 samples")
+        raise ValueError(f"choosing the IRT dimension needs {MIN_DIMENSION_MODELS} or more source models and 2 samples")
     seen, unseen = np.arange(0, n, 2), np.arange(1, n, 2)
     truth = Y[np.ix_(held, unseen)].mean(axis=1)
     errors = []

@@ -20,12 +20,13 @@ import numpy as np
 
 CHUNK = 8192  # columns per block when a [rows, n] 0/1 matrix is turned into floats
 ZOO_ALPHAS = (0.1, 1.0, 10.0)  # scikit-learn RidgeCV's default penalties, which Zhang et al. (2025) use
+MIN_SOURCES = 2  # source models a regression (or any estimator that calls check_source) needs at least
 
 
 def check_source(source: np.ndarray) -> np.ndarray:
     """The source models' rows, or an error in plain words when they hold values other than 0/1."""
-    if source.shape[0] < 2:
-        raise ValueError(f"a regression estimator needs at least 2 source models; got {source.shape[0]}")
+    if source.shape[0] < MIN_SOURCES:
+        raise ValueError(f"a regression estimator needs at least {MIN_SOURCES} source models; got {source.shape[0]}")
     if source.dtype == np.bool_ or not source.size:
         return source
     if np.issubdtype(source.dtype, np.unsignedinteger):  # a max of 1 says it all, without a [m, n] temporary

@@ -28,6 +28,7 @@ from lifelong.sortsearch.bitmatrix import RowSource
 from lifelong.sortsearch.estimators.base import Estimate, EstimationTask, check_observed
 from lifelong.sortsearch.estimators.linalg import (
     CHUNK,
+    MIN_SOURCES,
     ZOO_ALPHAS,
     check_source,
     fit_on_components,
@@ -77,6 +78,7 @@ class Ridge:
     for the fit, O(m n') memory; runs at the full Lifelong-CIFAR10 shape as is."""
 
     name = "ridge"
+    min_sources = MIN_SOURCES
 
     def __init__(self, alphas: Sequence[float] = ZOO_ALPHAS) -> None:
         self.alphas = tuple(alphas)
@@ -91,6 +93,7 @@ class RidgeAnchors:
     iteration; `max_items` fits it on that many random items, see `anchor_items`) plus the `ridge` fit."""
 
     name = "ridge-anchors"
+    min_sources = MIN_SOURCES
 
     def __init__(self, alphas: Sequence[float] = ZOO_ALPHAS, max_items: int | None = None) -> None:
         self.alphas = tuple(alphas)
@@ -138,6 +141,7 @@ class AIPW:
     skips the [targets, n] predictions (needed at the full shape, where they alone take targets x n x 4 bytes)."""
 
     name = "aipw"
+    min_sources = MIN_SOURCES
 
     def __init__(self, alpha: float = 10.0, max_models: int | None = None, per_sample: bool = True) -> None:
         self.alpha = float(alpha)
@@ -169,6 +173,7 @@ class Disco:
     for the selection, O(m^2 n') for the PCA, O(trees m log m dims) for the forest; runs at the full shape."""
 
     name = "disco"
+    min_sources = MIN_SOURCES
 
     def __init__(
         self, predictor: str = "forest", dims: int = 256, trees: int = 100, alphas: Sequence[float] = ZOO_ALPHAS
@@ -234,6 +239,7 @@ class PCAImpute:
     shape pass `max_models` (the components are fitted on that many random source models)."""
 
     name = "pca-impute"
+    min_sources = MIN_SOURCES
 
     def __init__(
         self,

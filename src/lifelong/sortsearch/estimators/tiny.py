@@ -29,13 +29,14 @@ from sklearn.cluster import KMeans
 
 from lifelong.sortsearch.estimators.base import Estimate, EstimationTask, check_observed
 from lifelong.sortsearch.estimators.irt_multi import (
+    MIN_DIMENSION_MODELS,
     choose_dimension,
     fit_items,
     fit_mirt,
     mirt_abilities,
     mirt_probabilities,
 )
-from lifelong.sortsearch.estimators.linalg import check_source, subsample_indices
+from lifelong.sortsearch.estimators.linalg import MIN_SOURCES, check_source, subsample_indices
 
 ITEM_CHOICES = ("anchor-irt", "anchor", "random")
 PAPER_DIMS = (2, 5, 10, 15)  # the paper's code's candidate dimensions
@@ -152,6 +153,7 @@ class AnchorPoints:
     items; memory O(n m' + n_d n'). Defaults (max_items 50,000, max_models 2,000) keep the zoo exact."""
 
     name = "anchor-points"
+    min_sources = MIN_SOURCES
 
     def __init__(self, max_items: int | None = 50_000, max_models: int | None = 2_000) -> None:
         self.max_items, self.max_models = max_items, max_models
@@ -252,6 +254,7 @@ class IRTEstimator:
     max_models ~ 1,000; the prediction step over 1.7 M items stays."""
 
     name = "irt"
+    min_sources = MIN_DIMENSION_MODELS  # D is chosen on held-out source models (also p-irt and gp-irt)
 
     def __init__(
         self,
