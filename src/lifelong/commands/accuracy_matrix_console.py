@@ -7,7 +7,7 @@ from pathlib import Path
 from rich.table import Table
 
 from lifelong.commands.results_api import MatrixSummary, matrix_labels, write_matrix_seeds
-from lifelong.commands.terminal import console, counted, print_path, print_title
+from lifelong.commands.terminal import console, counted, matrix_table, print_path, print_title
 
 METRIC_NAMES = {
     "in_domain": "in-domain",
@@ -22,10 +22,7 @@ def print_matrix_run(result: dict) -> None:
     """The accuracy matrix in percent (rows: after training bucket i; columns: evaluated on bucket j) and metrics."""
     labels = matrix_labels(result)
     print_title(f"{result['run_id']}: accuracy %, {result['matrix_protocol']} protocol")
-    table = Table()
-    table.add_column("after \\ on", overflow="fold")
-    for label in labels:
-        table.add_column(label.removeprefix("bucket"), justify="right", overflow="fold")
+    table = matrix_table("after \\ on", [label.removeprefix("bucket") for label in labels])
     for label, row in zip(labels, result["accuracy_matrix"], strict=False):
         table.add_row(label.removeprefix("bucket"), *("-" if v is None else f"{100 * v:.1f}" for v in row))
     console.print(table)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rich.table import Table
 
-from lifelong.commands.terminal import console, counted, print_path, print_title
+from lifelong.commands.terminal import console, counted, matrix_table, print_path, print_title
 from lifelong.core.files import atomic_write_bytes
 from lifelong.metrics.fact_metric import BY_RULE, HEADLINE, summarize_fact_seeds
 from lifelong.results.runs import group_id
@@ -28,10 +28,7 @@ def print_fact_run(result: dict) -> None:
     Tasks are numbered from 1, as in the paper and the report's facts page (records keep 0-based task indices)."""
     R = result.get("fact_R") or []
     print_title(f"{result['run_id']}: generalized top-5 %, R[after, on]")
-    table = Table()
-    table.add_column("after \\ on", overflow="fold")
-    for j in range(1, len(R) + 1):
-        table.add_column(str(j), justify="right")
+    table = matrix_table("after \\ on", [str(j) for j in range(1, len(R) + 1)])
     if result.get("fact_b") is not None:
         table.add_row("untrained", *(_percent(v) for v in result["fact_b"]))
     for i, row in enumerate(R, start=1):

@@ -7,6 +7,7 @@ line's one handler (`lifelong.cli.common.handled`) prints them.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -55,3 +56,17 @@ def print_title(text: str) -> None:
     lines = textwrap.wrap(text, max(console.width, 20), break_long_words=False, break_on_hyphens=False)
     for line in lines:
         console.print(f"[italic]{escape(line)}[/]", soft_wrap=True, highlight=False)
+
+
+def matrix_table(corner: str, columns: list[str]) -> Any:
+    """A rich Table for a matrix of numbers (accuracy matrices, fact R): a first column named `corner`, then one
+    right-aligned column per label, one space between columns (the box's divider, no padding) and a rule under the
+    header, so that 11 columns of `100.0` fit 80 columns without folding a number."""
+    from rich import box
+    from rich.table import Table
+
+    table = Table(box=box.SIMPLE_HEAD, padding=0, pad_edge=False)
+    table.add_column(corner, no_wrap=True)
+    for label in columns:
+        table.add_column(label, justify="right", no_wrap=True)
+    return table
