@@ -66,3 +66,20 @@ def test_the_fact_R_matrix_keeps_every_number_whole_at_80_columns(capsys, tasks)
     assert len(numbers) == tasks * tasks + tasks  # R and the untrained row, each number whole
     header = next(line for line in lines if line.strip().startswith("after \\ on")).split()
     assert header[-tasks:] == [str(j) for j in range(1, tasks + 1)]  # tasks numbered from 1
+
+
+def test_the_transfer_matrix_of_nevis_mini_fits_80_columns_with_every_gain_whole(capsys):
+    from pathlib import Path
+
+    from lifelong.commands.training_api import TransferMatrixResult
+    from lifelong.commands.training_console import print_transfer_matrix
+
+    tasks = [f"task_{i:02d}_long_name" for i in range(13)]
+    matrix = [[0.013 * (i - j) for j in range(13)] for i in range(13)]
+    matrix[0][0] = None  # a cell not computed
+    print_transfer_matrix(TransferMatrixResult("nevis-mini", Path("tm.json"), tasks, matrix, None))
+    lines = _lines(capsys)
+    assert max(len(line) for line in lines) <= 80 and not any("…" in line for line in lines)
+    gains = [cell for line in lines for cell in line.split() if re.fullmatch(r"[+-]\d+\.\d", cell)]
+    assert len(gains) == 13 * 13 - 1  # every gain whole, in points; the missing cell is "-"
+    assert sum(line.split()[:2] == ["1", "task_00_long_name"] for line in lines) >= 2  # the rows repeat per table

@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from rich.markup import escape
-from rich.table import Table
 
-from lifelong.commands.terminal import console, print_title
+from lifelong.commands.terminal import console, matrix_table, print_title
 from lifelong.commands.training_api import TransferMatrixResult
 
 LABELS = {
@@ -63,13 +62,19 @@ def print_summary(summary: dict[str, Any]) -> None:
 
 
 def print_transfer_matrix(result: TransferMatrixResult) -> None:
-    """The matrix (row: the source task, column: the target; accuracy gain over Independent) and where it is."""
-    print_title(f"transfer matrix of {result.stream} (accuracy gain over Independent; row = source)")
-    table = Table()
-    table.add_column("from \\ to", overflow="fold")
-    for uid in result.tasks:
-        table.add_column(uid, justify="right", overflow="fold")
-    for uid, row in zip(result.tasks, result.matrix, strict=True):
-        table.add_row(uid, *(f"{v:+.3f}" if v is not None else "-" for v in row))
-    console.print(table)
+    """The matrix (row: the source task, column: the target; accuracy gain over Independent in points) and where it
+    is. Columns are the tasks' numbers (the rows name them); as many tables as it takes to fit the console's width."""
+    print_title(f"transfer matrix of {result.stream} (accuracy gain over Independent, points; row = source)")
+    names = [f"{i} {uid}" for i, uid in enumerate(result.tasks, start=1)]
+    cells = [[f"{100 * v:+.1f}" if v is not None else "-" for v in row] for row in result.matrix]
+    corner = "from \\ to"
+    first = max(len(corner), *(len(name) for name in names))
+    width = max([len(str(len(names)))] + [len(cell) for row in cells for cell in row])
+    per_table = max(1, (console.width - first - 2) // (width + 1))  # the box draws a space at each edge
+    for start in range(0, len(names), per_table):
+        columns = range(start, min(start + per_table, len(names)))
+        table = matrix_table(corner, [str(j + 1) for j in columns])
+        for name, row in zip(names, cells, strict=True):
+            table.add_row(name, *(row[j] for j in columns))
+        console.print(table)
     console.print(f"written to {escape(str(result.path))}")
