@@ -11,14 +11,20 @@ from lifelong.core.errors import UsageError
 _SWITCH = {"auto": None, "on": True, "off": False}
 
 
-def accelerator_specs(device: str, precision: str, compile: bool, channels_last: str) -> dict:
-    """The checked specs as RunSpec / Accelerator fields; a ValueError naming the bad one."""
+def accelerator_specs(device: str, precision: str, compile: bool, channels_last: bool | str | None) -> dict:
+    """The checked specs as RunSpec / Accelerator fields; a UsageError naming the bad one. `channels_last` is
+    `--channels-last`'s word (auto, on, off) or already a field value (None, True, False)."""
     from lifelong.training.devices import Accelerator
 
-    if channels_last not in _SWITCH:
-        raise UsageError(f"--channels-last {channels_last!r}: give auto, on or off")
-    specs = {"device": device, "precision": precision, "compile": compile, "channels_last": _SWITCH[channels_last]}
-    Accelerator(**specs)  # type: ignore[arg-type]  # checks the spelling of device and precision
+    if channels_last is not None and not isinstance(channels_last, bool):
+        if channels_last not in _SWITCH:
+            raise UsageError(f"--channels-last {channels_last!r}: give auto, on or off")
+        channels_last = _SWITCH[channels_last]
+    specs = {"device": device, "precision": precision, "compile": compile, "channels_last": channels_last}
+    try:
+        Accelerator(**specs)  # type: ignore[arg-type]  # checks the spelling of device and precision
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     return specs
 
 
@@ -31,8 +37,13 @@ def check_ray_gpus(executor: str, device: str, gpus_per_trial: float) -> None:
         )
 
 
-def accelerator_from(device: str, precision: str, compile: bool, channels_last: str):  # noqa: ANN201
-    """Make these options this process's accelerator (checks the device exists here) and return it."""
+def accelerator_from(device: str, precision: str, compile: bool, channels_last: bool | str | None):  # noqa: ANN201
+    """Make these options this process's accelerator (checks the device exists here) and return it; a UsageError
+    naming what cannot be used."""
     from lifelong.training.devices import Accelerator, use_accelerator
 
-    return use_accelerator(Accelerator(**accelerator_specs(device, precision, compile, channels_last)))
+    accelerator = Accelerator(**accelerator_specs(device, precision, compile, channels_last))
+    try:
+        return use_accelerator(accelerator)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None

@@ -17,13 +17,6 @@ from lifelong.commands.runner import RunSpec
 from lifelong.core.errors import Interrupted, UsageError
 from lifelong.core.progress import Progress
 
-_CHANNELS_LAST = {None: "auto", True: "on", False: "off"}
-
-
-def channels_last_word(value: bool | str | None) -> str:
-    """`channels_last` as `--channels-last` spells it: auto, on, off (None, True, False given as a RunSpec has it)."""
-    return _CHANNELS_LAST[value] if value is None or isinstance(value, bool) else str(value)
-
 
 @dataclass(frozen=True)
 class RunsSpec:
@@ -81,9 +74,7 @@ class RunsSpec:
             raise UsageError(f"--seeds must be >= 1, got {self.seeds}")
         try:
             temporal = classify_stream(self.stream).is_temporal
-            accelerator = accelerator_specs(
-                self.device, self.precision, self.compile, channels_last_word(self.channels_last)
-            )
+            accelerator = accelerator_specs(self.device, self.precision, self.compile, self.channels_last)
             check_ray_gpus(self.executor, self.device, self.gpus_per_trial)
             loggers = parse_names(self.loggers)
         except ValueError as exc:

@@ -12,20 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lifelong.commands.device_options import accelerator_from
 from lifelong.commands.outputs import interrupted
-from lifelong.commands.runs_api import channels_last_word
 from lifelong.core.errors import UsageError
 from lifelong.core.progress import Progress
-
-
-def _use_accelerator(device: str, precision: str, compile: bool, channels_last: bool | str | None) -> None:
-    """Make the accelerator options this process's (channels_last: auto, on, off, or None, True, False)."""
-    from lifelong.commands.device_options import accelerator_from
-
-    try:
-        accelerator_from(device, precision, compile, channels_last_word(channels_last))
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
 
 
 def _at_least_one(**values: int | None) -> None:
@@ -71,7 +61,7 @@ def pretrain(spec: PretrainSpec, *, progress: Progress = False) -> PretrainResul
     """Pretrain and save the checkpoint; interrupted, finished trials are kept for `resume=True`."""
     from lifelong.commands.pretraining import pretrain_command
 
-    _use_accelerator(spec.device, spec.precision, spec.compile, spec.channels_last)
+    accelerator_from(spec.device, spec.precision, spec.compile, spec.channels_last)
     try:
         summary = pretrain_command(
             spec.source,
@@ -133,7 +123,7 @@ def pretrain_ssl(spec: PretrainSslSpec, *, progress: Progress = False) -> Pretra
     """Train and save the SimCLR encoder; interrupted, finished epochs are kept for `resume=True`."""
     from lifelong.commands.pretraining import pretrain_ssl_command
 
-    _use_accelerator(spec.device, spec.precision, spec.compile, spec.channels_last)
+    accelerator_from(spec.device, spec.precision, spec.compile, spec.channels_last)
     try:
         summary = pretrain_ssl_command(
             spec.stream,
@@ -206,7 +196,7 @@ def transfer_matrix(spec: TransferMatrixSpec, *, progress: Progress = False) -> 
 
     out = Path(spec.out)
     set_torch_threads(spec.threads)
-    _use_accelerator(spec.device, spec.precision, spec.compile, spec.channels_last)
+    accelerator_from(spec.device, spec.precision, spec.compile, spec.channels_last)
     try:
         state = prepare_output(out, resume=spec.resume, overwrite=spec.overwrite, what="transfer matrix")
         if state == "done":
