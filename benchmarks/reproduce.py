@@ -13,6 +13,8 @@ Sections (the times: from nothing, on 2 CPU cores, one torch thread a run):
   nevis-real   docs/nevis.md, README: the nevis section's runs and EfficientNet-Lite0 at 64 px (fine-tuned whole,
                +finetune-knn, frozen, lr=0.005), with pretraining charged; seed 0's per-task errors. About 2 h more.
   nevis-full   README: Fashion-MNIST from Debian's files through `data fetch --from`, then nevis-full. Under a minute.
+  nevis-baselines  docs/nevis.md: the six baselines (MT, BHPO included) at equal trials (8 of 3 epochs), 3 seeds.
+               About 3 h, two runs at a time.
   clear        README, docs/clear.md: clear-mini iid finetune, CNN and linear on a SimCLR encoder, 5 seeds. 10 min.
   clear-real   README, docs/clear.md: the linear regime on Lite0 features, 5 seeds. About 35 min.
   clear-table  README, docs/clear.md: every row of the CLEAR table (learners x CNN / SSL / Lite0, iid / streaming).
@@ -25,7 +27,8 @@ Sections (the times: from nothing, on 2 CPU cores, one torch thread a run):
                seeds). Hours.
 Default: DEFAULT (about 2 h from nothing). --quick: the same commands at a small size (one seed, one epoch,
 small streams and zoos) in a temporary --work: a smoke test of the script, not the figures; CI runs the default
-sections and `--only nevis-full,facts,sortsearch,clear-table` that way (cog and nevis-real take minutes even so).
+sections, `--only nevis-full,facts,sortsearch,clear-table` and `--only nevis-baselines` that way (cog and
+nevis-real take minutes even so).
 The sections live in the `_reproduce_<area>.py` modules beside this script (each exports SECTIONS).
 """
 

@@ -22,7 +22,8 @@ seconds_since() { # "12.3" from a now_ms value
 
 # reproduce.py's sections beyond its default set get a second call of their own (each call within the limit).
 if [ $# -gt 0 ]; then scripts=("$@"); else
-  scripts=(benchmarks/[!_]*.py "benchmarks/reproduce.py --only nevis-full,facts,sortsearch,clear-table")
+  scripts=(benchmarks/[!_]*.py "benchmarks/reproduce.py --only nevis-full,facts,sortsearch,clear-table"
+    "benchmarks/reproduce.py --only nevis-baselines")
 fi
 failed=()
 all_start=$(now_ms)

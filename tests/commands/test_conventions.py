@@ -106,7 +106,7 @@ def test_pretrain_ssl_no_longer_resumes_silently(tmp_path, monkeypatch):
 
 def test_transfer_matrix_keeps_its_cells_in_out_work_and_resumes(tmp_path, monkeypatch):
     import lifelong.core.files as files
-    import lifelong.training.transfer_matrix as tm
+    import lifelong.training.independent_recipe as tm
 
     manifest = tmp_path / "pair.yaml"
     manifest.write_text(TWO_TASKS)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-import lifelong.learners.independent as independent
+import lifelong.training.independent_recipe as independent
 from lifelong.core import ArrayDataset, TaskKey, TrainEvent
 from lifelong.learners import make_learner
 from lifelong.learners.finetune import FinetuneKnnConfig, FinetuneKnnLearner, FinetunePrevLearner

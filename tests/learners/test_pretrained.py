@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-import lifelong.learners.independent as independent
+import lifelong.training.independent_recipe as independent
 from lifelong.commands.pretraining import pretrain_command
 from lifelong.core import ArrayDataset, TaskKey, TrainEvent
 from lifelong.learners import make_learner

@@ -304,3 +304,34 @@ def test_reading_bad_run_folders(tmp_path: Path) -> None:
     (folder / "run.json").unlink()
     with pytest.raises(FileNotFoundError, match="run.json"):
         read_run(folder)
+
+
+def test_one_learner_with_other_options_is_another_setting_aggregated_apart() -> None:
+    from lifelong.results.runs import setting_of
+
+    assert setting_of("independent", {}) == "independent"
+    options = {"trials": 8, "search": "gp-ucb", "checkpoint": "/a/b/chars.pt", "lr_range": [0.001, 0.1]}
+    assert setting_of("pretrained", options) == (
+        "pretrained checkpoint=chars.pt lr_range=[0.001, 0.1] search=gp-ucb trials=8"
+    )
+    rows = [
+        {
+            "stream": "s",
+            "learner": "independent",
+            "setting": setting,
+            "seed": seed,
+            "meta_test_mean_error": error,
+            "cflop": 1.0,
+        }
+        for setting, seed, error in [
+            ("independent trials=8", 0, 0.5),
+            ("independent search=gp-ucb trials=8", 0, 0.3),
+            ("independent trials=8", 1, 0.7),
+        ]
+    ]
+    groups = aggregate_seeds(rows)  # the same learner and seed twice, but two settings: no clash
+    assert [(g["setting"], g["learner"], g["seeds"]) for g in groups] == [
+        ("independent trials=8", "independent", [0, 1]),
+        ("independent search=gp-ucb trials=8", "independent", [0]),
+    ]
+    assert groups[0]["meta_test_mean_error_mean"] == pytest.approx(0.6)

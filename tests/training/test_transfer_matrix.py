@@ -52,7 +52,7 @@ def test_cache_skips_finished_cells_and_refuses_other_settings(tmp_path, monkeyp
         "independent-000.pt",
         "independent-001.pt",
     ]
-    import lifelong.training.transfer_matrix as module
+    import lifelong.training.independent_recipe as module
 
     def no_training(*args, **kwargs):
         raise AssertionError("a finished cell was trained again")

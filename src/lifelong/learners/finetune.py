@@ -43,6 +43,7 @@ import torch
 from lifelong.core.events import TrainEvent
 from lifelong.core.resources import Resources
 from lifelong.learners.independent import IndependentConfig, IndependentLearner
+from lifelong.training.auxiliary import AuxiliaryTask
 from lifelong.training.hpsearch import TrialResult
 from lifelong.training.loop import derive_seed
 from lifelong.training.models import count_parameters, make_model
@@ -111,11 +112,16 @@ class TransferLearner(IndependentLearner):
         """State entries to add once the task is trained (nothing here)."""
         return Kept({})
 
+    def auxiliary(self, event: TrainEvent, state: dict[str, Any], choice: InitChoice) -> tuple[AuxiliaryTask, ...]:
+        """Past tasks trained beside `event`'s task (none here; the multitask learner chooses some)."""
+        return ()
+
     def train(self, event: TrainEvent, state: dict[str, Any]) -> tuple[dict[str, Any], Resources]:
         """Choose the initial backbone, search the task's hyper-parameters from it, keep the winner."""
         cfg, task = self.config, event.task
         choice = self.choose_init(event, state)
-        best, flops = self.search_task(event, state, choice.backbone, _workdir(event, "trials"))
+        auxiliary = self.auxiliary(event, state, choice)
+        best, flops = self.search_task(event, state, choice.backbone, _workdir(event, "trials"), auxiliary)
         kept = self.remember(event, state, best, choice)
         selection = {"task": task.uid, "init": choice.source, **choice.record}
         new_state = {

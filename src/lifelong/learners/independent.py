@@ -17,8 +17,9 @@ import numpy as np
 from lifelong.core.events import PredictEvent, TrainEvent
 from lifelong.core.resources import Resources
 from lifelong.learners.options import configure
+from lifelong.training.auxiliary import AuxiliaryTask
 from lifelong.training.flops import architecture_forward_flops
-from lifelong.training.hpsearch import TrialResult, search
+from lifelong.training.hpsearch import TrialResult
 from lifelong.training.independent_recipe import IndependentConfig
 from lifelong.training.loop import derive_seed, predict_scores, torch_threads
 from lifelong.training.models import count_parameters, make_model
@@ -59,9 +60,15 @@ class IndependentLearner:
         return new_state, resources
 
     def search_task(
-        self, event: TrainEvent, state: dict[str, Any], init_backbone: dict | None, workdir: Path | None
+        self,
+        event: TrainEvent,
+        state: dict[str, Any],
+        init_backbone: dict | None,
+        workdir: Path | None,
+        auxiliary: tuple[AuxiliaryTask, ...] = (),
     ) -> tuple[TrialResult, float]:
-        """(best trial, FLOPs of all trials) of the configured search on `event`'s task from `init_backbone`."""
+        """(best trial, FLOPs of all trials) of the configured search on `event`'s task from `init_backbone`, with
+        `auxiliary` past tasks trained beside it (the multitask learner)."""
         threads = torch_threads()
         cfg = self.config
         job = cfg.fit_job(
@@ -71,10 +78,9 @@ class IndependentLearner:
             seed=derive_seed(state["seed"], event.task_index),
             threads=threads,
             init_backbone=None if init_backbone is None else dict(init_backbone),
+            auxiliary=auxiliary,
         )
-        best, results = search(
-            job, cfg.trials_for(event.task_index), workdir=workdir, executor=cfg.trial_executor(threads)
-        )
+        best, results = cfg.run_search(job, event.task_index, workdir=workdir, executor=cfg.trial_executor(threads))
         return best, float(sum(r.train_flops for r in results))
 
     def task_state(self, event: TrainEvent, state: dict[str, Any], best: TrialResult) -> dict[str, Any]:

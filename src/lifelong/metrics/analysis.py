@@ -249,22 +249,24 @@ def slices(
 
 
 def aggregate_seeds(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Mean and sample std (ddof=1; None with one seed) of E and cFLOP over seeds per (stream, eval split, learner).
+    """Mean and sample std (ddof=1; None with one seed) of E and cFLOP over seeds per (stream, eval split, setting):
+    a row's `setting` (its learner and options), else its learner.
 
     Groups come in order of first appearance. E averages only the runs that evaluated meta-test tasks
     (`num_scored` of `num_runs`). Two rows of one group with the same seed are an error.
     """
     groups: dict[tuple[str, Any, str], list[Mapping[str, Any]]] = {}
     for row in rows:
-        groups.setdefault((row["stream"], row.get("eval_split"), row["learner"]), []).append(row)
+        groups.setdefault((row["stream"], row.get("eval_split"), row.get("setting", row["learner"])), []).append(row)
     result = []
-    for (stream, eval_split, learner), members in groups.items():
+    for (stream, eval_split, setting), members in groups.items():
+        learner = members[0]["learner"]
         seeds = [int(r["seed"]) for r in members]
         if len(set(seeds)) < len(seeds):
             repeated = sorted({s for s in seeds if seeds.count(s) > 1})
             runs = [r.get("run_id") for r in members if int(r["seed"]) in repeated]
             raise ValueError(
-                f"learner {learner!r} on stream {stream!r} has several runs with seed(s) {repeated}: {runs}; "
+                f"learner {setting!r} on stream {stream!r} has several runs with seed(s) {repeated}: {runs}; "
                 "pass each run once"
             )
         errors = [float(r["meta_test_mean_error"]) for r in members if r.get("meta_test_mean_error") is not None]
@@ -275,6 +277,7 @@ def aggregate_seeds(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 "stream": stream,
                 "eval_split": eval_split,
                 "learner": learner,
+                "setting": setting,
                 "seeds": seeds,
                 "num_runs": len(members),
                 "num_scored": len(errors),

@@ -30,28 +30,28 @@ from lifelong.report.plots import (
     task_figure,
     wrap_label,
 )
-from lifelong.report.runs import Run, group_label, group_runs, line_color
+from lifelong.report.runs import Run, group_label, group_runs, line_color, setting
 
 LONG_STREAM = 40  # tasks: beyond, the legend goes under the figure so that the tasks get its whole width
 
 
 def error_vs_cflop_figure(runs: Sequence[Run], fronts: dict[tuple[str, Any], list[Run]]) -> Figure:
     """Meta-test error E against cFLOP, one axes per stream (runs of different streams are not comparable): a
-    point per run (colour: learner, the same on every axes), the stream's Pareto front dashed where two or more
-    runs are on it, a log compute axis with numbered ticks (symlog when a run has 0 FLOPs). The legends list only
-    what their axes draw."""
+    point per run (colour: its learner and options, the same on every axes), the stream's Pareto front dashed where
+    two or more runs are on it, a log compute axis with numbered ticks (symlog when a run has 0 FLOPs). The legends
+    list only what their axes draw."""
     groups = group_runs(runs)
-    learners = list(dict.fromkeys(r.row["learner"] for r in runs))
+    learners = list(dict.fromkeys(setting(r) for r in runs))
     fig, axes = stacked_figure(8.0, 4.6, max(1, len(groups)))
     if not groups:
         note(axes[0], "no run evaluated meta-test tasks")
     for ax, (group, members) in zip(axes, groups.items(), strict=False):
         scored = [r for r in members if r.row["meta_test_mean_error"] is not None]
         for i, learner in enumerate(learners):
-            mine = [r for r in scored if r.row["learner"] == learner]
+            mine = [r for r in scored if setting(r) == learner]
             if mine:
                 xs, ys = [r.row["cflop"] for r in mine], [r.row["meta_test_mean_error"] for r in mine]
-                ax.scatter(xs, ys, color=line_color(i), s=40, zorder=3, label=learner)
+                ax.scatter(xs, ys, color=line_color(i), s=40, zorder=3, label=wrap_label(learner, 40))
         front = [(r.row["cflop"], r.row["meta_test_mean_error"]) for r in fronts.get(group) or []]
         if len(set(front)) > 1:  # one point (one run, or seeds that tie) draws no line: no legend entry either
             xs, ys = zip(*front, strict=True)

@@ -177,6 +177,11 @@ def _mean_std(mean: float | None, std: float | None, spec: str) -> str:
     return _format(mean, spec) + ("" if std is None else f" ± {format(std, spec)}")
 
 
+def setting(run: Run) -> str:
+    """The run's learner and options (runs of one setting differ only in their seed); its learner for older rows."""
+    return run.row.get("setting", run.row["learner"])
+
+
 def group_label(group: tuple[str, Any]) -> str:
     stream, split = group
     return stream if split is None else f"{stream} ({split})"
@@ -269,12 +274,12 @@ def seed_rows(runs: Sequence[Run]) -> list[dict[str, Any]]:
     """Mean ± std over seeds per (stream, learner), formatted: the number of seeds, their ids, unfinished runs."""
     rows = []
     for g in aggregate_seeds(r.row for r in runs):
-        members = [r for r in runs if (*r.group, r.row["learner"]) == (g["stream"], g["eval_split"], g["learner"])]
+        members = [r for r in runs if (*r.group, setting(r)) == (g["stream"], g["eval_split"], g["setting"])]
         unfinished = [str(r.row["seed"]) for r in members if not r.finished]
         rows.append(
             {
                 "stream": group_label((g["stream"], g["eval_split"])),
-                "learner": g["learner"],
+                "learner": g["setting"],
                 "num_seeds": str(len(g["seeds"])),
                 "seeds": ", ".join(map(str, g["seeds"])),
                 "unfinished": f"not finished: seed{'s' * (len(unfinished) > 1)} {', '.join(unfinished)}"

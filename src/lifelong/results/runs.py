@@ -54,8 +54,21 @@ def read_run(run_dir: str | os.PathLike[str]) -> RunData:
     return RunData(path=path, info=info, records=folder.read_records())
 
 
+def setting_of(learner: str, options: dict[str, Any]) -> str:
+    """The learner with the options it ran with, e.g. `independent search=gp-ucb trials=8`: runs of one setting
+    differ only in their seed (a path option by its file name)."""
+    words = []
+    for key in sorted(options):
+        value = options[key]
+        if isinstance(value, str) and ("/" in value or os.sep in value):
+            value = Path(value).name
+        words.append(f"{key}={json.dumps(value) if not isinstance(value, str) else value}")
+    return " ".join([learner, *words])
+
+
 def summarize_run(run: RunData) -> dict[str, Any]:
-    """One table row: run id, learner, seed, stream, meta-test mean error E, cFLOP over all tasks, task counts."""
+    """One table row: run id, learner, its setting (`setting_of`), seed, stream, meta-test mean error E, cFLOP over
+    all tasks, task counts."""
     metric = StreamSummary()
     state = metric.init()
     for record in run.records:
@@ -70,6 +83,7 @@ def summarize_run(run: RunData) -> dict[str, Any]:
         "run_id": run.run_id,
         "path": str(run.path),
         "learner": str(learner),
+        "setting": setting_of(str(learner), dict(config.get("learner_options") or {})),
         "seed": int(run.info.get("seed", config.get("seed", 0))),
         "stream": str(stream["name"]),
         "eval_split": stream.get("eval_split", config.get("eval_split")),

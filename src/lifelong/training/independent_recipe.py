@@ -7,14 +7,20 @@ which is why it lives here rather than beside a learner.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from lifelong.core.datasets import Dataset
 from lifelong.core.executors import Executor, make_executor
 from lifelong.core.tasks import TaskKey
-from lifelong.training.hpsearch import SearchSpace, Trial, sample_trials
+from lifelong.training.auxiliary import AuxiliaryTask
+from lifelong.training.bayesopt import GpUcb, gp_ucb_search
+from lifelong.training.hpsearch import SearchSpace, Trial, TrialResult, sample_trials, search
 from lifelong.training.models import ARCHITECTURES
 from lifelong.training.recipe import FitJob, materialize
+
+SEARCHES = ("random", "gp-ucb")
 
 
 @dataclass(frozen=True)
@@ -55,8 +61,8 @@ class IndependentConfig:
     max_task_history: int = 1000
     """The most past task ids the learner's state keeps."""
     trials: int = 1
-    """Hyper-parameter trials per task: 1 trains once with lr and label_smoothing; more (the paper: 16) runs a
-    random search and keeps the best on the dev split."""
+    """Hyper-parameter trials per task: 1 trains once with lr and label_smoothing; more (the paper: 16) runs the
+    search (see search and space) and keeps the best on the dev split."""
     lr_range: tuple[float, float] = (1e-4, 1e-1)
     """The random search's learning rates: log-uniform between these two."""
     label_smoothing_range: tuple[float, float] = (0.0, 0.3)
@@ -65,6 +71,19 @@ class IndependentConfig:
     """The frugal search: this label smoothing for every trial (e.g. 0.15) instead of label_smoothing_range."""
     lr_grid: tuple[float, ...] | None = None
     """The frugal search: these learning rates (e.g. 1e-4, 1e-3, 1e-2, 1e-1) instead of lr_range."""
+    search: str = "random"
+    """How the trials are chosen when trials > 1: random (seeded draws, the paper's default) or gp-ucb (one after
+    the other, each where a Gaussian process of the finished trials' dev errors has its upper confidence bound:
+    the paper's BHPO)."""
+    space: str = "small"
+    """The search space: small (lr and label smoothing, the paper's) or large (also weight decay, the schedule
+    cosine or piecewise, the batch size x0.5/x1/x2, the random crop and the mirror on or off)."""
+    weight_decay_range: tuple[float, float] = (1e-5, 1e-3)
+    """The large space's weight decay: log-uniform between these two."""
+    gp_init_trials: int = 3
+    """With search=gp-ucb, the first trials: the random search's draws, before the GP proposes."""
+    ucb_kappa: float = 1.8
+    """With search=gp-ucb, the weight of the GP's standard deviation in mean + kappa * std (Vizier's 1.8)."""
     executor: str = "local"
     """Where trials run: local (one after the other, here) or ray (fanned out over Ray's nodes, each trial with
     this process's torch thread count; finished trials come back here)."""
@@ -101,25 +120,62 @@ class IndependentConfig:
         object.__setattr__(self, "label_smoothing_range", tuple(self.label_smoothing_range))
         if self.lr_grid is not None:
             object.__setattr__(self, "lr_grid", tuple(self.lr_grid))
+        object.__setattr__(self, "weight_decay_range", tuple(self.weight_decay_range))
+        if self.search not in SEARCHES:
+            raise ValueError(f"search must be one of {', '.join(SEARCHES)}, got {self.search!r}")
+        if self.trials == 1 and (self.search != "random" or self.space != "small"):
+            raise ValueError(
+                f"search={self.search} and space={self.space} need trials > 1: one trial trains once with lr and "
+                "label_smoothing; give trials=N"
+            )
         self.search_space  # noqa: B018 -- SearchSpace validates the search options
+        self.gp_settings  # noqa: B018 -- and GpUcb the GP's
         self.trial_executor(threads=1)  # validates the executor options; starts nothing
 
     @property
     def search_space(self) -> SearchSpace:
-        """The random-search space of this config (used when `trials` > 1)."""
+        """The search space of this config (used when `trials` > 1)."""
         return SearchSpace(
             trials=self.trials,
             lr=self.lr_range,
             label_smoothing=self.label_smoothing_range,
             fixed_label_smoothing=self.fixed_label_smoothing,
             lr_grid=self.lr_grid,
+            size=self.space,
+            weight_decay=self.weight_decay_range,
         )
 
+    @property
+    def gp_settings(self) -> GpUcb:
+        """GP-UCB's settings (used when search=gp-ucb)."""
+        return GpUcb(init_trials=self.gp_init_trials, kappa=self.ucb_kappa)
+
+    def single_trial(self) -> Trial:
+        """The one trial of trials=1: lr and label_smoothing."""
+        return Trial(0, self.lr, self.label_smoothing)
+
     def trials_for(self, task_index: int) -> list[Trial]:
-        """The trials of task `task_index`: one with `lr` and `label_smoothing`, or `trials` seeded random draws."""
+        """The trials of a random search on task `task_index` (seeded by it), or the single trial of trials=1."""
         if self.trials == 1:
-            return [Trial(0, self.lr, self.label_smoothing)]
+            return [self.single_trial()]
         return sample_trials(self.search_space, seed=task_index)
+
+    def run_search(
+        self,
+        fit: Callable[[Trial], TrialResult],
+        task_index: int,
+        *,
+        workdir: Path | None = None,
+        executor: Executor | None = None,
+    ) -> tuple[TrialResult, list[TrialResult]]:
+        """The configured search of task `task_index` with `fit`: (best trial, every trial); finished trials in
+        `workdir` are kept. Random search runs its seeded draws (through `executor` when given); gp-ucb proposes
+        them one after the other (each through `executor`)."""
+        if self.trials > 1 and self.search == "gp-ucb":
+            return gp_ucb_search(
+                fit, self.search_space, task_index, settings=self.gp_settings, workdir=workdir, executor=executor
+            )
+        return search(fit, self.trials_for(task_index), workdir=workdir, executor=executor)
 
     def fit_job(
         self,
@@ -130,6 +186,7 @@ class IndependentConfig:
         seed: int,
         threads: int | None,
         init_backbone: dict | None = None,
+        auxiliary: tuple[AuxiliaryTask, ...] = (),
     ) -> FitJob:
         """This recipe's run on `task` (no flip for `no_flip_domains`) as a FitJob; datasets are materialized."""
         return FitJob(
@@ -148,6 +205,7 @@ class IndependentConfig:
             warmup_epochs=self.warmup_epochs,
             weight_decay=self.weight_decay,
             init_backbone=init_backbone,
+            auxiliary=auxiliary,
             momentum=self.momentum,
             eval_batch_size=self.eval_batch_size,
             threads=threads,

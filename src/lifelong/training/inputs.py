@@ -133,15 +133,20 @@ def augment(
     flip: bool = True,
     area: tuple[float, float] = CROP_AREA,
     ratio: tuple[float, float] = CROP_RATIO,
+    crop: bool = True,
 ) -> torch.Tensor:
     """Training augmentation: random resized crop to `size` (None: input size) and, if `flip`, a random mirror.
 
-    Set `flip=False` for tasks where mirroring changes the class (OCR).
+    Set `flip=False` for tasks where mirroring changes the class (OCR). `crop=False` (a point of the large search
+    space) resamples the central square instead of a random box; the random draws are the same.
     """
     _check_batch(x)
     n, _, height, width = x.shape
     boxes = sample_crop_boxes(n, height, width, generator, area, ratio)
     mirror = torch.rand(n, generator=generator) < 0.5
+    if not crop:
+        side = min(height, width)
+        boxes = torch.tensor([[(height - side) / 2, (width - side) / 2, side, side]], dtype=boxes.dtype).expand(n, 4)
     return crop_and_resize(x, boxes, size, mirror if flip else None)
 
 
@@ -170,9 +175,10 @@ def prepare_batch(
     size: Size | None = None,
     generator: torch.Generator | None = None,
     flip: bool = True,
+    crop: bool = True,
 ) -> torch.Tensor:
     """uint8 NHWC images -> model input; augmented (training) when a generator is given, else centre-resized."""
     x = to_input_tensor(images, channels)
     if generator is None:
         return center_resize(x, size)
-    return augment(x, generator, size=size, flip=flip)
+    return augment(x, generator, size=size, flip=flip, crop=crop)

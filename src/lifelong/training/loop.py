@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,10 +23,11 @@ from lifelong.core.prefetch import prefetched
 from lifelong.core.seeds import derive_seed
 from lifelong.core.tasks import TaskKind
 from lifelong.metrics.classification import task_error
+from lifelong.training.auxiliary import AuxiliaryTask, AuxiliaryTraining
 from lifelong.training.devices import Accelerator, cpu_tensors, current_accelerator
 from lifelong.training.flops import count_training_flops
 from lifelong.training.inputs import Size, prepare_batch
-from lifelong.training.schedules import warmup_cosine, warmup_steps_for
+from lifelong.training.schedules import lr_schedule, warmup_steps_for
 
 # Batches decoded and augmented ahead on a thread while a GPU trains (0 on the CPU: the same work, one thread).
 PREFETCH_BATCHES = 2
@@ -207,6 +208,10 @@ def train_model(
     eval_batch_size: int = 256,
     progress: Callable[[TrainProgress], None] | None = None,
     param_groups: list[dict[str, Any]] | None = None,
+    schedule: str = "cosine",
+    crop: bool = True,
+    auxiliary: Sequence[AuxiliaryTask] = (),
+    aux_weight: float = 1.0,
 ) -> TrainResult:
     """Train `model` in place with SGD (Nesterov) + warm-up/cosine; keep the best-on-`dev` weights.
 
@@ -218,7 +223,10 @@ def train_model(
     accelerator (moved there), under its autocast and through its compiled forward when those are on; FLOPs are
     counted on the eager module, so they do not depend on these options. `param_groups` (e.g. from
     `encoders.param_groups`: a frozen prefix and per-group learning rates) replaces the default optimizer groups
-    (every parameter at `lr`); the schedule scales each group's own lr.
+    (every parameter at `lr`); the schedule (`schedule`: cosine or piecewise, after the warm-up) scales each
+    group's own lr. `crop=False` trains without the random crop. `auxiliary` tasks (the multitask learner; `model`
+    must have a `backbone` and a linear `head`) train beside the current one with heads of their own, their losses
+    weighted by `aux_weight` (lifelong.training.auxiliary); their FLOPs count in every step's.
     """
     kind = TaskKind(kind)
     if (epochs is None) == (steps is None):
@@ -236,15 +244,28 @@ def train_model(
     loss_fn = TrainingLoss(kind, label_smoothing)
     acc = current_accelerator()
     forward = acc.forward_fn(acc.place(model))
-    optimizer = torch.optim.SGD(
-        model.parameters() if param_groups is None else param_groups,
-        lr=lr,
-        momentum=momentum,
-        nesterov=momentum > 0,
-        weight_decay=weight_decay,
-    )
-    schedule = warmup_cosine(max_steps, warmup_steps_for(max_steps, steps_per_epoch, warmup_epochs))
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
+    aux = None
+    if auxiliary:
+        aux = AuxiliaryTraining(
+            model,
+            auxiliary,
+            weight=aux_weight,
+            seed=seed,
+            batch_size=batch,
+            loss_for=lambda aux_kind: TrainingLoss(aux_kind, label_smoothing),
+            resolution=resolution,
+            augment=augment,
+            crop=crop,
+            channels=_channels(model),
+        )
+        acc.place(aux.heads)
+    groups = list(model.parameters()) if param_groups is None else list(param_groups)
+    if aux is not None:
+        groups = [{"params": groups}] if param_groups is None else groups
+        groups.append({"params": list(aux.heads.parameters())})
+    optimizer = torch.optim.SGD(groups, lr=lr, momentum=momentum, nesterov=momentum > 0, weight_decay=weight_decay)
+    multiplier = lr_schedule(schedule, max_steps, warmup_steps_for(max_steps, steps_per_epoch, warmup_epochs))
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, multiplier)
     augment_gen = torch.Generator().manual_seed(derive_seed(seed, _AUGMENT)) if augment else None
 
     flops_per_step: float | None = None
@@ -265,17 +286,21 @@ def train_model(
             """Decoded, augmented batches on the device (made ahead on a thread when the device is a GPU)."""
             for b in batches:
                 x = prepare_batch(
-                    b.images, channels=_channels(model), size=resolution, generator=augment_gen, flip=flip
+                    b.images, channels=_channels(model), size=resolution, generator=augment_gen, flip=flip, crop=crop
                 )
                 yield acc.batch(x), _targets(b.labels, kind)
 
         for x, y in prefetched(on_device(), depth=prefetch_depth(acc)):
+            aux_batches = [] if aux is None else aux.next_batches(acc.batch, _targets)
             if flops_per_step is None:
                 flops_per_step = count_training_flops(model, (x, y), loss_fn=loss_fn)
+                flops_per_step += 0.0 if aux is None else aux.step_flops(aux_batches)
             with acc.autocast():
                 loss = loss_fn(forward(x).float(), y)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
+            if aux is not None:
+                aux.backward(aux_batches, acc.autocast)
             optimizer.step()
             scheduler.step()
             losses.add(loss)

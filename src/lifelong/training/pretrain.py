@@ -23,7 +23,6 @@ from lifelong.core.tasks import TaskKey
 from lifelong.data.build import build_task_splits
 from lifelong.data.sources import load_source
 from lifelong.training.checkpoints import format_tag, read_torch_file, write_torch_file
-from lifelong.training.hpsearch import search
 from lifelong.training.independent_recipe import IndependentConfig
 from lifelong.training.loop import TrainProgress, derive_seed, torch_threads
 from lifelong.training.relatedness import backbone_state
@@ -102,9 +101,7 @@ def pretrain(
     job = cfg.fit_job(key, splits.train, splits.dev, seed=derive_seed(seed, 0), threads=threads)
     if progress is not None and executor is None:
         job = dataclasses.replace(job, progress=progress)
-    best, results = search(
-        job, cfg.trials_for(0), executor=executor, workdir=None if workdir is None else Path(workdir)
-    )
+    best, results = cfg.run_search(job, 0, executor=executor, workdir=None if workdir is None else Path(workdir))
     contents = {
         "format": FORMAT,
         "architecture": architecture,

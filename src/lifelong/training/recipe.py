@@ -15,6 +15,7 @@ import numpy as np
 
 from lifelong.core.datasets import ArrayDataset, Dataset, LazyDataset
 from lifelong.core.tasks import TaskKind
+from lifelong.training.auxiliary import AuxiliaryTask
 from lifelong.training.devices import Accelerator, accelerator_scope, current_accelerator
 from lifelong.training.hpsearch import Trial, TrialResult
 from lifelong.training.loop import TrainProgress, derive_seed, set_torch_threads, torch_threads, train_model
@@ -53,7 +54,10 @@ class FitJob:
     `accelerator`: where and how the run computes (None: this process's when the job is made); its specs travel
     with the job and are resolved where it runs (`device="auto"` means that machine's GPU, else its CPU).
     `finetune`: frozen groups and per-group lr multipliers for a backbone that is an Encoder (None: every
-    parameter trains at the trial's lr).
+    parameter trains at the trial's lr). `auxiliary`: past tasks trained beside this one with heads of their own
+    (the multitask learner), their losses weighted by the trial's `aux_weight` (else `aux_weight`). A trial's other
+    fields left unset (None) take the job's values: weight decay, the cosine schedule, the batch-size rule, the
+    random crop and mirror.
     """
 
     architecture: str
@@ -76,6 +80,8 @@ class FitJob:
     threads: int | None = None
     accelerator: Accelerator | None = None
     finetune: FineTune | None = None
+    auxiliary: tuple[AuxiliaryTask, ...] = ()
+    aux_weight: float = 1.0
     # called after every epoch of every trial (in this process only: executors run jobs without it)
     progress: Callable[[TrainProgress], None] | None = field(default=None, compare=False, repr=False)
 
@@ -116,8 +122,11 @@ class FitJob:
             raise ValueError(f"seed must be a non-negative integer, got {self.seed}")
         self._batch_size()  # the batch-size bounds are checked here; lr and the rest by train_model
 
-    def _batch_size(self) -> int:
-        return batch_size_for(len(self.train), min_size=self.min_batch_size, max_size=self.max_batch_size)
+    def _batch_size(self, scale: int | None = None) -> int:
+        """The recipe's batch size for the training set, times 2**scale (a trial's batch_scale)."""
+        size = batch_size_for(len(self.train), min_size=self.min_batch_size, max_size=self.max_batch_size)
+        scale = scale or 0
+        return max(1, size << scale if scale >= 0 else size >> -scale)
 
     def __call__(self, trial: Trial) -> TrialResult:
         """Train the trial's network; return its best-on-dev weights, dev error, FLOPs, steps and dev curve."""
@@ -145,19 +154,23 @@ class FitJob:
             dev,
             kind=self.kind,
             epochs=self.epochs,
-            batch_size=self._batch_size(),
+            batch_size=self._batch_size(trial.batch_scale),
             lr=trial.lr,
             label_smoothing=trial.label_smoothing,
-            weight_decay=self.weight_decay,
+            weight_decay=self.weight_decay if trial.weight_decay is None else trial.weight_decay,
             momentum=self.momentum,
             warmup_epochs=self.warmup_epochs,
             seed=derive_seed(self.seed, trial.index, _TRAIN),
             augment=self.augment,
-            flip=self.flip,
+            flip=self.flip and trial.flip is not False,
             resolution=self.resolution,
             eval_batch_size=self.eval_batch_size,
             progress=self.progress,
             param_groups=groups,
+            schedule=trial.schedule or "cosine",
+            crop=trial.crop is not False,
+            auxiliary=self.auxiliary,
+            aux_weight=self.aux_weight if trial.aux_weight is None else trial.aux_weight,
         )
         return TrialResult(
             trial=trial,

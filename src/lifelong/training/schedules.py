@@ -64,3 +64,42 @@ class WarmupCosine:
 def warmup_cosine(max_steps: int, warmup_steps: int) -> Callable[[int], float]:
     """The warm-up + cosine multiplier as a callable for `torch.optim.lr_scheduler.LambdaLR`."""
     return WarmupCosine(max_steps, warmup_steps)
+
+
+@dataclass(frozen=True)
+class WarmupPiecewise:
+    """LR multiplier: the same linear warm-up, then piecewise constant: 1, then times `scale` at each of
+    `boundaries` (fractions of `max_steps`; dm_nevis's "piecewise constant, progress aligned" schedule). The
+    defaults, x0.1 at 50% and again at 75% of training, are the classic step decay; the paper does not give its own.
+    """
+
+    max_steps: int
+    warmup_steps: int
+    boundaries: tuple[float, ...] = (0.5, 0.75)
+    scale: float = 0.1
+
+    def __post_init__(self) -> None:
+        WarmupCosine(self.max_steps, self.warmup_steps)  # the same bounds on the steps
+        if not all(0 < b < 1 for b in self.boundaries) or not 0 < self.scale <= 1:
+            raise ValueError(f"need boundaries in (0, 1) and 0 < scale <= 1, got {self.boundaries}, {self.scale}")
+
+    def __call__(self, step: int) -> float:
+        if step <= self.warmup_steps:
+            return (step + 1) / (self.warmup_steps + 1)
+        passed = sum(step >= int(b * self.max_steps) for b in self.boundaries)
+        return self.scale**passed
+
+
+SCHEDULE_FACTORIES: dict[str, Callable[[int, int], Callable[[int], float]]] = {
+    "cosine": WarmupCosine,
+    "piecewise": WarmupPiecewise,
+}
+
+
+def lr_schedule(name: str, max_steps: int, warmup_steps: int) -> Callable[[int], float]:
+    """The multiplier of schedule `name` (cosine or piecewise), warm-up included, for `LambdaLR`."""
+    try:
+        factory = SCHEDULE_FACTORIES[name]
+    except KeyError:
+        raise ValueError(f"unknown schedule {name!r}; choose one of {sorted(SCHEDULE_FACTORIES)}") from None
+    return factory(max_steps, warmup_steps)

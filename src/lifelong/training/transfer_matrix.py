@@ -27,7 +27,6 @@ from lifelong.core.files import atomic_write_bytes
 from lifelong.core.progress import Progress, progress_bar
 from lifelong.core.streams import Stream
 from lifelong.training.checkpoints import read_torch_file, write_torch_file
-from lifelong.training.hpsearch import search
 from lifelong.training.independent_recipe import IndependentConfig
 from lifelong.training.loop import classification_error, derive_seed, predict_scores, torch_threads
 from lifelong.training.models import make_model
@@ -135,7 +134,7 @@ def transfer_matrix(
         job = cfg.fit_job(
             task, splits.train, splits.dev, seed=derive_seed(seed, target), threads=threads, init_backbone=init
         )
-        best, results = search(job, cfg.trials_for(target), workdir=cells.trials_dir(name), executor=executor)
+        best, results = cfg.run_search(job, target, workdir=cells.trials_dir(name), executor=executor)
         model = make_model(architecture, task.num_classes, seed=0)
         model.load_state_dict(best.state_dict)
         evaluation = splits.get(stream.eval_split)
