@@ -260,6 +260,8 @@ class ContinualLearner:
             return model_inputs(x, channels=int(getattr(model, "in_channels", 3)), resolution=resolution)
 
         kept, penalty_flops = term.finish(model, items, labels, inputs)
+        if cfg.train_on == "bucket" and buffer is not None:  # a memory never trained on (A-GEM): filled after training
+            buffer = buffer.update(items, labels, event.task_index, buffer_rng)
         held = count_parameters(model) + term.held_parameters()
         if cfg.linear and cfg.encoder != FEATURES:
             held += count_parameters(self.encoder())

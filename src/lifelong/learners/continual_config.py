@@ -130,8 +130,7 @@ class ContinualConfig:
         ):
             if value not in choices:
                 raise ValueError(f"unknown {name} {value!r}; choose one of {choices}")
-        uses_buffer = self.train_on != "bucket"
-        if uses_buffer != (self.buffer != "none"):
+        if self.keeps_buffer() != (self.buffer != "none"):
             raise ValueError(
                 f"train_on={self.train_on!r} with buffer={self.buffer!r}: training on a buffer needs a buffer "
                 "policy, and a buffer is only kept when training uses it (train_on 'bucket+buffer' or 'buffer')"
@@ -150,6 +149,11 @@ class ContinualConfig:
     def linear(self) -> bool:
         """True in the linear regime (frozen encoder or given features, trainable linear head)."""
         return self.encoder is not None
+
+    def keeps_buffer(self) -> bool:
+        """Whether the learner keeps a buffer: to train on it (`train_on`), or, in a subclass, as a memory it never
+        trains on (A-GEM's; such a buffer is filled with each bucket after the bucket's training)."""
+        return self.train_on != "bucket"
 
     def empty_buffer(self) -> ReplayBuffer | None:
         """The buffer a run starts with (None without one)."""

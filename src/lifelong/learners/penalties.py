@@ -254,6 +254,8 @@ class SI(_Anchored):
         self._start = {k: v.detach().clone() for k, v in _params(model).items()}
         self._path = {k: torch.zeros_like(v) for k, v in self._start.items()}
 
+    # SI's step hook is elementwise only (copies, products, sums): no forward or backward pass, so it adds no
+    # counted FLOPs (matmuls and convolutions) to the fit's and keeps no `flops` total (continual_loop.StepHook).
     def before_step(self, model: nn.Module) -> None:
         pull = self.pull(model)
         for name, p in _params(model).items():

@@ -3,8 +3,9 @@
 
 One routine for both regimes: a CNN on uint8 images (augmented with `prepare_batch`) or a linear head on
 float32 features. SGD with momentum, a step decay of the learning rate (x0.1 at `lr_step` of the epochs), an
-optional extra loss term (EWC, SI, LwF) and an optional per-step hook (SI's path integral). FLOPs: one full
-update step (forward + loss with the extra term + backward) counted by FlopCounterMode, times the steps.
+optional extra loss term (EWC, SI, LwF) and an optional per-step hook (SI's path integral, A-GEM's projection).
+FLOPs: one full update step (forward + loss with the extra term + backward) counted by FlopCounterMode, times
+the steps, plus the passes the hook runs itself (its `flops`).
 """
 
 from __future__ import annotations
@@ -32,7 +33,11 @@ Penalty = Callable[[nn.Module, torch.Tensor, torch.Tensor], torch.Tensor]
 
 
 class StepHook(Protocol):
-    """Called around every optimizer step: `before_step` sees the gradients, `after_step` the updated weights."""
+    """Called around every optimizer step: `before_step` sees the gradients, `after_step` the updated weights.
+
+    A hook that runs forward/backward passes of its own (A-GEM's reference gradient) keeps their FLOPs in a running
+    total `flops`; `train_continual` adds what it grew by to the fit's training FLOPs.
+    """
 
     def before_step(self, model: nn.Module) -> None: ...
 
@@ -49,6 +54,7 @@ class ContinualFit:
     train_flops: float
     epoch_losses: list[float] = field(default_factory=list)
     stopped: str = "epochs"  # "epochs" (a fixed count), "converged" or "cap" (see training.convergence)
+    hook_flops: float = 0.0  # the step hook's own passes, part of train_flops
 
 
 def model_inputs(
@@ -133,6 +139,7 @@ def train_continual(
         return loss
 
     flops_per_step: float | None = None
+    hook_flops = float(getattr(step_hook, "flops", 0.0))  # the hook's running total before this fit
     losses: list[float] = []
     step = 0
     phase_start, decayed, stopped = 0, False, "epochs" if convergence is None else "cap"
@@ -167,7 +174,8 @@ def train_continual(
             step += 1
         losses.append(epoch_losses.mean())
     assert flops_per_step is not None  # n >= 1 and epochs >= 1, so a step ran
-    return ContinualFit(step, batch, flops_per_step, flops_per_step * step, losses, stopped)
+    hook_flops = float(getattr(step_hook, "flops", 0.0)) - hook_flops
+    return ContinualFit(step, batch, flops_per_step, flops_per_step * step + hook_flops, losses, stopped, hook_flops)
 
 
 @torch.no_grad()
