@@ -11,7 +11,7 @@ from lifelong.learners.buffers import POLICIES, ReplayBuffer
 from lifelong.learners.penalties import PENALTIES
 from lifelong.training import encoders
 from lifelong.training.continual_loop import step_lr
-from lifelong.training.models import ARCHITECTURES
+from lifelong.training.models import check_architecture
 
 FEATURES = "features"  # encoder value: the datasets already hold pre-extracted features
 TRAIN_ON = ("bucket", "bucket+buffer", "buffer")
@@ -29,7 +29,9 @@ class ContinualConfig:
     """
 
     architecture: str = "resnet_mini"
-    """The CNN trained when no encoder is set: resnet_mini, resnet18 or resnet34."""
+    """The network trained when no encoder is set: resnet_mini, resnet18, resnet34, or package.module:factory, a
+    callable given num_classes and in_channels (keywords, those it accepts) returning a torch module that maps
+    images [N, C, H, W] to class scores [N, num_classes]."""
     resolution: int | None = None
     """The side, in pixels, images are resized to (unset: the task's own resolution, else the native size)."""
     epochs: int = 5
@@ -98,10 +100,9 @@ class ContinualConfig:
     """Images per batch when predicting."""
 
     def __post_init__(self) -> None:
-        if self.architecture not in ARCHITECTURES:
-            raise ValueError(f"unknown architecture {self.architecture!r}; choose one of {sorted(ARCHITECTURES)}")
         if self.resolution is not None and self.resolution < 1:
             raise ValueError(f"resolution must be a positive int or None (the task's), got {self.resolution}")
+        check_architecture(self.architecture, resolution=self.resolution)
         for name in ("epochs", "batch_size", "linear_epochs", "linear_batch_size", "eval_batch_size"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")

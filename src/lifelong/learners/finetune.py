@@ -46,7 +46,7 @@ from lifelong.learners.independent import IndependentConfig, IndependentLearner
 from lifelong.training.auxiliary import AuxiliaryTask
 from lifelong.training.hpsearch import TrialResult
 from lifelong.training.loop import derive_seed
-from lifelong.training.models import count_parameters, make_model
+from lifelong.training.models import check_architecture, count_parameters, make_model
 from lifelong.training.relatedness import (
     MAX_DEV,
     MAX_TRAIN,
@@ -96,6 +96,11 @@ class TransferLearner(IndependentLearner):
     """Independent's recipe and search, with the backbone initialised by `choose_init` (subclasses decide)."""
 
     name = "transfer"
+
+    def __init__(self, config: IndependentConfig | None = None, **options: Any) -> None:
+        super().__init__(config, **options)
+        # a factory network must have the backbone and linear head this learner transfers: say so before training
+        check_architecture(self.config.architecture, resolution=self.config.resolution, transfer=True)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.config})"

@@ -318,4 +318,5 @@ def get_temporal_stream(
     name = name_or_path if isinstance(name_or_path, StreamName) else classify_stream(name_or_path)
     stream_options = {k: options.pop(k) for k in STREAM_OPTIONS if k in options}
     source = temporal_source(name, data_root=data_root, skip_corrupt=skip_corrupt, **options)
-    return temporal_stream(source, name=name.label, **stream_options)
+    label = getattr(source, "stream_label", None) or name.label  # a source may name its variant (-s dataset=...)
+    return temporal_stream(source, name=label, **stream_options)

@@ -167,4 +167,5 @@ def architecture_forward_flops(architecture: str, num_classes: int, height: int,
     from lifelong.training.models import make_model
 
     model = make_model(architecture, num_classes, seed=0)
-    return count_inference_flops(model, torch.zeros(1, model.in_channels, height, width))
+    channels = int(getattr(model, "in_channels", 3))  # a factory's network may not say (3: what is fed)
+    return count_inference_flops(model, torch.zeros(1, channels, height, width))

@@ -17,7 +17,7 @@ from lifelong.core.tasks import TaskKey
 from lifelong.training.auxiliary import AuxiliaryTask
 from lifelong.training.bayesopt import GpUcb, gp_ucb_search
 from lifelong.training.hpsearch import SearchSpace, Trial, TrialResult, sample_trials, search
-from lifelong.training.models import ARCHITECTURES
+from lifelong.training.models import check_architecture
 from lifelong.training.recipe import FitJob, materialize
 
 SEARCHES = ("random", "gp-ucb")
@@ -32,7 +32,10 @@ class IndependentConfig:
     """
 
     architecture: str = "resnet_mini"
-    """The network trained on each task: resnet_mini, resnet18 or resnet34."""
+    """The network trained on each task: resnet_mini, resnet18, resnet34, or package.module:factory, a callable
+    given num_classes and in_channels (keywords, those it accepts) returning a torch module that maps images
+    [N, C, H, W] to class scores [N, num_classes] (the transfer learners also need its `backbone` and linear
+    `head`)."""
     resolution: int | None = 32
     """The side, in pixels, of the square images are resized to (unset: each task's native size)."""
     epochs: int = 10
@@ -95,10 +98,9 @@ class IndependentConfig:
     """With executor=ray, the GPUs each trial takes (fractional: trials share a GPU)."""
 
     def __post_init__(self) -> None:
-        if self.architecture not in ARCHITECTURES:
-            raise ValueError(f"unknown architecture {self.architecture!r}; choose one of {sorted(ARCHITECTURES)}")
         if self.resolution is not None and self.resolution < 1:
             raise ValueError(f"resolution must be a positive int or None (native size), got {self.resolution}")
+        check_architecture(self.architecture, resolution=self.resolution)
         if self.epochs < 1 or self.eval_batch_size < 1 or self.max_task_history < 1:
             raise ValueError(
                 f"epochs, eval_batch_size and max_task_history must be >= 1, got {self.epochs}, "

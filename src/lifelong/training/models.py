@@ -6,7 +6,10 @@ learners can swap heads, fine-tune backbones and score relatedness on frozen fea
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 from torch import nn
@@ -155,13 +158,100 @@ def resnet_mini(num_classes: int, *, in_channels: int = 3, seed: int | None = No
 ARCHITECTURES: dict[str, ModelFactory] = {"resnet18": resnet18, "resnet34": resnet34, "resnet_mini": resnet_mini}
 
 
-def make_model(architecture: str, num_classes: int, *, in_channels: int = 3, seed: int | None = None) -> ResNet:
-    """Build a named architecture (a key of `ARCHITECTURES`)."""
+def make_model(architecture: str, num_classes: int, *, in_channels: int = 3, seed: int | None = None) -> nn.Module:
+    """Build a named architecture (a key of `ARCHITECTURES`) or a `package.module:factory` network.
+
+    A factory is called with keyword arguments only: `num_classes` and `in_channels` (the channels of the images
+    the learner feeds, 3 unless its module has an `in_channels` attribute), each only if its signature takes it
+    (or takes **kwargs). It runs with the torch RNG seeded from `seed`, so that one seed gives one set of weights.
+    """
+    factory = ARCHITECTURES.get(architecture)
+    if factory is not None:
+        return factory(num_classes, in_channels=in_channels, seed=seed)
+    factory = _import_factory(architecture)
+    offered = {"num_classes": num_classes, "in_channels": in_channels}
+    with torch.random.fork_rng(devices=[]):
+        if seed is not None:
+            torch.manual_seed(int(seed))
+        module = factory(**_accepted(factory, offered))
+    if not isinstance(module, nn.Module):
+        raise ValueError(f"network factory {architecture!r} returned a {type(module).__name__}, not a torch nn.Module")
+    return module
+
+
+def _import_factory(architecture: str) -> Callable[..., Any]:
+    """The callable of a `package.module:factory` spec; ValueError naming the forms an architecture takes."""
+    from lifelong.training.encoders.wrap import import_callable  # lazy: encoders imports this module
+
+    if ":" not in architecture:  # neither a name of ARCHITECTURES nor package.module:factory
+        raise ValueError(
+            f"unknown architecture {architecture!r}; choose one of {sorted(ARCHITECTURES)} or give "
+            "package.module:factory (a callable returning a torch nn.Module)"
+        )
+    return import_callable(architecture, what=f"network factory {architecture!r}")
+
+
+def _accepted(factory: Callable[..., Any], offered: dict[str, Any]) -> dict[str, Any]:
+    """The keywords of `offered` that `factory` accepts (all of them when it takes **kwargs or has no signature)."""
     try:
-        factory = ARCHITECTURES[architecture]
-    except KeyError:
-        raise ValueError(f"unknown architecture {architecture!r}; choose one of {sorted(ARCHITECTURES)}") from None
-    return factory(num_classes, in_channels=in_channels, seed=seed)
+        params = inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        return offered
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return offered
+    keywords = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return {k: v for k, v in offered.items() if k in params and params[k].kind in keywords}
+
+
+PROBE_CLASSES = 5  # num_classes of the config-time probe network
+PROBE_SIDE = 32  # its input side when the learner's resolution is unset
+
+
+def check_architecture(architecture: str, *, resolution: int | None = None, transfer: bool = False) -> None:
+    """Check an architecture at config time: a known name, or a factory that imports, is callable and maps a probe
+    batch [2, C, side, side] to [2, num_classes]; with `transfer`, that its network has a `backbone` and a linear
+    `head` (the transfer learners swap them). ValueError saying what is wrong. Side: `resolution`; unset (each
+    task's own size), 32, and a network that fails on that side is let through: the task's images decide."""
+    if architecture in ARCHITECTURES:
+        return
+    side = PROBE_SIDE if resolution is None else int(resolution)
+    transferable = _probe(architecture, side, strict=resolution is not None)
+    if transfer and not transferable:
+        raise ValueError(
+            f"-o architecture={architecture}: this learner transfers a network's `backbone` and replaces its linear "
+            "`head`, and the factory's network has no such pair; build it as a `backbone` module followed by an "
+            "nn.Linear `head`, or use a learner that trains each task from scratch (independent, the continual ones)"
+        )
+
+
+@functools.lru_cache(maxsize=64)
+def _probe(architecture: str, side: int, *, strict: bool) -> bool:
+    """Build the factory's network once and run a probe batch; whether it has a `backbone` and a linear `head`.
+    A forward pass that fails is an error only when `strict` (the side is the one training will use)."""
+    model = make_model(architecture, PROBE_CLASSES, seed=0)
+    transferable = isinstance(getattr(model, "backbone", None), nn.Module) and isinstance(
+        getattr(model, "head", None), nn.Linear
+    )
+    channels = int(getattr(model, "in_channels", 3))
+    shape = (2, channels, side, side)
+    model.eval()
+    try:
+        with torch.no_grad():
+            out = model(torch.zeros(shape))
+    except Exception as exc:
+        if not strict:
+            return transferable
+        raise ValueError(
+            f"network factory {architecture!r} failed on a probe batch {list(shape)} ({type(exc).__name__}: {exc}); "
+            "set -o resolution= to a side the network takes"
+        ) from exc
+    if not isinstance(out, torch.Tensor) or tuple(out.shape) != (2, PROBE_CLASSES):
+        got = list(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+        raise ValueError(
+            f"network factory {architecture!r} must map images [N, C, H, W] to class scores [N, num_classes]; with "
+            f"num_classes={PROBE_CLASSES} it gave {got} for a batch {list(shape)}"
+        )
+    return transferable
 
 
 def count_parameters(model: nn.Module) -> int:

@@ -19,7 +19,7 @@ from lifelong.training.auxiliary import AuxiliaryTask
 from lifelong.training.devices import Accelerator, accelerator_scope, current_accelerator
 from lifelong.training.hpsearch import Trial, TrialResult
 from lifelong.training.loop import TrainProgress, derive_seed, set_torch_threads, torch_threads, train_model
-from lifelong.training.models import ARCHITECTURES, make_model
+from lifelong.training.models import check_architecture, make_model
 from lifelong.training.schedules import batch_size_for
 
 if TYPE_CHECKING:  # encoders imports this module (through pretrain): no import cycle at run time
@@ -87,8 +87,6 @@ class FitJob:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", TaskKind(self.kind))
-        if self.architecture not in ARCHITECTURES:
-            raise ValueError(f"unknown architecture {self.architecture!r}; choose one of {sorted(ARCHITECTURES)}")
         for name, data in (("train", self.train), ("dev", self.dev)):
             if data is None and name == "dev":
                 continue
@@ -112,6 +110,7 @@ class FitJob:
             )
         if self.resolution is not None and self.resolution < 1:
             raise ValueError(f"resolution must be a positive int or None (native size), got {self.resolution}")
+        check_architecture(self.architecture, resolution=self.resolution, transfer=self.transfers)
         if self.threads is None:  # the creating process's count travels with the job to executor workers
             object.__setattr__(self, "threads", torch_threads())
         if self.accelerator is None:
@@ -121,6 +120,11 @@ class FitJob:
         if self.seed < 0:
             raise ValueError(f"seed must be a non-negative integer, got {self.seed}")
         self._batch_size()  # the batch-size bounds are checked here; lr and the rest by train_model
+
+    @property
+    def transfers(self) -> bool:
+        """Whether the job swaps parts of the network: given backbone weights, or fine-tuning groups of it."""
+        return self.init_backbone is not None or self.finetune is not None
 
     def _batch_size(self, scale: int | None = None) -> int:
         """The recipe's batch size for the training set, times 2**scale (a trial's batch_scale)."""

@@ -90,7 +90,7 @@ def backbone_model(architecture: str, backbone: BackboneState | None, *, random_
 def extract_features(
     model: ResNet, dataset: ArrayDataset, *, resolution: Size | None, batch_size: int = 256
 ) -> tuple[np.ndarray, float]:
-    """(features [N, D] float32 from `model.features` in eval mode, their forward FLOPs), in stored order.
+    """(features [N, D] float32 from `model.backbone` in eval mode, their forward FLOPs), in stored order.
 
     FLOPs are counted (matmuls and convolutions, as training FLOPs are) on the first batch and scaled to N. The
     model runs on the current accelerator (moved there), under its autocast; features reach the host once.
@@ -110,11 +110,11 @@ def extract_features(
             if not outputs:
                 counter = FlopCounterMode(display=False)
                 with counter, acc.autocast():
-                    outputs.append(model.features(x).float())
+                    outputs.append(model.backbone(x).float())
                 flops_per_item = float(counter.get_total_flops()) / len(x)
             else:
                 with acc.autocast():
-                    outputs.append(model.features(x).float())
+                    outputs.append(model.backbone(x).float())
     finally:
         model.train(was_training)
     return torch.cat(outputs).cpu().numpy(), flops_per_item * len(dataset)

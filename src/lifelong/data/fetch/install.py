@@ -37,7 +37,7 @@ from lifelong.data.fetch.download import DownloadSettings, Progress, download
 from lifelong.data.fetch.kaggle import kaggle_download
 from lifelong.data.fetch.manifest import Artefact, DatasetEntry, FetchRefused
 from lifelong.data.fetch.unpack import archive_kind
-from lifelong.data.fetch.verify import ChecksumError, Verified, file_digests, verify_artefact
+from lifelong.data.fetch.verify import ChecksumError, Verified, file_digests, uncompressed_name, verify_artefact
 
 READY = ".ready"
 PROVENANCE = "provenance.json"
@@ -75,6 +75,8 @@ class Acquired:
 
     def unpack_name(self, file: str, dataset: str) -> str:
         """The name that says how to unpack it: the server's, when the manifest's name has no archive suffix."""
+        if self.path.name != file and self.path.name == uncompressed_name(file):  # its payload, handed over as is
+            return self.path.name
         if self.server_name and archive_kind(file) == "plain" and archive_kind(self.server_name) != "plain":
             return plain_name(self.server_name, dataset=dataset, field=f"the server's file name for {file}")
         return file
@@ -137,11 +139,17 @@ def finish_hint(entry: DatasetEntry) -> str:
 
 
 def locate_in(folder: Path, artefact: Artefact, dataset: str) -> Path | None:
-    """The artefact's file in a user's folder: DIR/FILE, DIR/<dataset>/FILE, else the first match below DIR."""
-    for candidate in (folder / artefact.file, folder / dataset / artefact.file):
-        if candidate.is_file():
-            return candidate
-    return next((p for p in sorted(folder.rglob(artefact.file)) if p.is_file()), None)
+    """The artefact's file in a user's folder: DIR/FILE, DIR/<dataset>/FILE, else the first match below DIR; for an
+    artefact with a payload_sha256, FILE without its .gz/.bz2/.xz (the payload uncompressed) when FILE is not there."""
+    plain = uncompressed_name(artefact.file) if artefact.payload_sha256 else None
+    for name in (artefact.file, plain) if plain else (artefact.file,):
+        for candidate in (folder / name, folder / dataset / name):
+            if candidate.is_file():
+                return candidate
+        found = next((p for p in sorted(folder.rglob(name)) if p.is_file()), None)
+        if found is not None:
+            return found
+    return None
 
 
 def mirror_urls(request: FetchRequest, artefact: Artefact) -> list[str]:

@@ -4,6 +4,8 @@ A single compressed file (`.gz`, `.bz2`, `.xz`) that a distribution recompressed
 `dataset-fashion-mnist` rewrote the gzip headers) has other bytes than the published file while holding the
 same content. Such an artefact may record `payload_sha256`, the digest of its decompressed bytes: a file whose
 own digest differs is then accepted when its payload's matches, and the provenance says which check passed.
+The payload itself, uncompressed under the name without the suffix (`--from` a folder of plain IDX files), passes
+by the same digest.
 
 An artefact whose hosts serve different bytes lists its digests per copy (`[[dataset.artefacts.copies]]`): a
 download is checked against the digests of the copy that served it; a file whose source is unknown (`--from`,
@@ -63,6 +65,12 @@ def file_digests(path: Path, algorithms: tuple[str, ...] = ("sha256", "md5")) ->
         return stream_digests(f, algorithms)
 
 
+def uncompressed_name(file: str) -> str | None:
+    """The name of a single compressed file's payload (`x.gz` -> `x`), or None for any other name."""
+    suffix = Path(file).suffix
+    return file[: -len(suffix)] if suffix.lower() in DECOMPRESSORS else None
+
+
 def payload_digest(path: Path) -> str:
     """The sha256 of a single compressed file's decompressed bytes, or why there is none (in parentheses)."""
     opener = DECOMPRESSORS.get(path.suffix.lower())
@@ -103,6 +111,8 @@ def _passes(copy: Copy, actual: dict[str, str], rule: str) -> str | None:
 def verify_artefact(path: Path, artefact: Artefact, served_by: str | None = None) -> Verified:
     """Check `path` against the artefact's digests: those of the copy at `served_by` (the URL that served it),
     or of any one copy when that is unknown; a ChecksumError names the file, expected and actual hashes."""
+    if artefact.payload_sha256 and path.name != artefact.file and path.name == uncompressed_name(artefact.file):
+        return _verify_payload(path, artefact)
     copies = candidates(artefact, served_by)
     size = path.stat().st_size
     sized = [c for c in copies if c.size is None or c.size == size]
@@ -130,6 +140,17 @@ def verify_artefact(path: Path, artefact: Artefact, served_by: str | None = None
     raise ChecksumError(
         f"checksum mismatch for {artefact.file} ({path}{served}): expected {'; or '.join(options)}; got {got}"
     )
+
+
+def _verify_payload(path: Path, artefact: Artefact) -> Verified:
+    """An artefact's payload handed over uncompressed: its sha256 must be the artefact's payload_sha256."""
+    actual = file_digests(path, ("sha256",))["sha256"]
+    if actual != artefact.payload_sha256:
+        raise ChecksumError(
+            f"checksum mismatch for {path.name} (the uncompressed {artefact.file}, {path}): expected payload_sha256 "
+            f"{artefact.payload_sha256}; got sha256 {actual}"
+        )
+    return Verified(artefact.file, "payload_sha256 (uncompressed)", {"sha256": actual, "payload_sha256": actual})
 
 
 def _describe(copy: Copy, rule: str, size: int) -> str:

@@ -7,6 +7,7 @@ import importlib
 import re
 import warnings
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -89,18 +90,26 @@ def load_torchscript(path: Path, *, resolution: int | None, in_channels: int | N
     return _wrap_module(module, resolution=resolution, in_channels=in_channels, description=f"TorchScript {path}")
 
 
-def from_import_path(spec: str, *, resolution: int | None, in_channels: int | None) -> Encoder:
-    """`package.module:callable`: callable() returns an nn.Module mapping [N, C, H, W] to [N, D], or an Encoder
-    (which then brings its own preprocessing, head and labels)."""
+def import_callable(spec: str, *, what: str) -> Callable[..., Any]:
+    """The callable a `package.module:callable` spec names (encoders, `-o architecture=`); a ValueError naming
+    `what` (e.g. "encoder spec 'pkg.mod:f'") when the module does not import or has no such callable."""
+    if not IMPORT_PATH.match(spec):
+        raise ValueError(f"{what} is not of the form package.module:callable")
     module_name, factory_name = spec.split(":")
     try:
         module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ValueError(f"cannot import {module_name!r} of encoder spec {spec!r}: {exc}") from exc
+    except Exception as exc:  # an ImportError, or the module's own code failing: the spec's fault either way
+        raise ValueError(f"cannot import {module_name!r} of {what}: {type(exc).__name__}: {exc}") from exc
     factory = getattr(module, factory_name, None)
     if not callable(factory):
-        raise ValueError(f"{module_name!r} has no callable {factory_name!r} (encoder spec {spec!r})")
-    made = factory()
+        raise ValueError(f"{module_name!r} has no callable {factory_name!r} ({what})")
+    return factory
+
+
+def from_import_path(spec: str, *, resolution: int | None, in_channels: int | None) -> Encoder:
+    """`package.module:callable`: callable() returns an nn.Module mapping [N, C, H, W] to [N, D], or an Encoder
+    (which then brings its own preprocessing, head and labels)."""
+    made = import_callable(spec, what=f"encoder spec {spec!r}")()
     if isinstance(made, Encoder):
         if resolution is not None:
             made.resolution = resolution
