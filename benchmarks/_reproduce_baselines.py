@@ -66,7 +66,8 @@ def baselines(work: Path, quick: bool) -> list[dict]:
 def _mean_std(values: list[float], spec: str) -> str:
     if not values:
         return "n/a"
-    std = f" ± {statistics.stdev(values):{spec}}" if len(values) > 1 else ""
+    spread = statistics.stdev(values) if len(values) > 1 else 0.0
+    std = f" ± {spread:{spec}}" if spread else ""  # one seed, or seeds that agree exactly (cFLOP)
     return f"{statistics.fmean(values):{spec}}{std}"
 
 

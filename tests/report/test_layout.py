@@ -64,3 +64,27 @@ def test_colliding_tick_labels_are_made_smaller_not_refused(tmp_path: Path) -> N
     save_png(fig, tmp_path / "ticks.png")
     assert ax.get_xticklabels()[0].get_fontsize() < before
     assert problems(fig) == []
+
+
+def test_a_legend_of_thirty_runs_beside_the_axes_fits_in_columns(tmp_path: Path) -> None:
+    from lifelong.report.plots import LEGEND_ROWS, keep_axes_size
+
+    fig, ax = new_figure(8.0, 4.5)
+    for i in range(30):  # 30 runs: one column would run off the top and bottom of the figure
+        ax.plot([0, 1], [0, i], label=f"R{i + 1} vs R1: finetune-knn, seed {i % 3}")
+    legend = outside_legend(ax, fontsize=8)
+    assert legend._ncols == -(-30 // LEGEND_ROWS)
+    keep_axes_size(fig, ax, 5.5, 3.0)
+    assert problems(fig) == []
+    save_png(fig, tmp_path / "thirty.png")
+
+
+def test_a_legend_of_thirty_runs_in_one_column_runs_off_the_figure() -> None:
+    from lifelong.report.plots import keep_axes_size
+
+    fig, ax = new_figure(8.0, 4.5)
+    for i in range(30):
+        ax.plot([0, 1], [0, i], label=f"R{i + 1} vs R1: finetune-knn, seed {i % 3}")
+    outside_legend(ax, fontsize=8, ncols=1)  # what the legend was before its columns
+    keep_axes_size(fig, ax, 5.5, 3.0)
+    assert any("lies outside" in problem for problem in problems(fig))

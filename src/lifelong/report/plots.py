@@ -131,8 +131,14 @@ def plain_legend(ax: Any, *, wrap: int | None = LABEL_WRAP, **kwargs: Any) -> An
     return legend
 
 
+LEGEND_ROWS = 12  # entries in one column of a legend beside the axes: more go into further columns
+
+
 def outside_legend(ax: Any, **kwargs: Any) -> Any:
-    """A plain legend to the right of the axes, where it covers no data (`keep_axes_size` makes room for it)."""
+    """A plain legend to the right of the axes, where it covers no data (`keep_axes_size` makes room for it); in
+    columns of LEGEND_ROWS entries unless `ncols` is given, so that many runs do not run off the figure."""
+    if "ncols" not in kwargs:
+        kwargs["ncols"] = max(1, -(-len(ax.get_legend_handles_labels()[1]) // LEGEND_ROWS))
     return plain_legend(ax, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, **kwargs)
 
 
