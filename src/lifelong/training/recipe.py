@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
+import torch
 
 from lifelong.core.datasets import ArrayDataset, Dataset, LazyDataset
 from lifelong.core.tasks import TaskKind
@@ -25,8 +26,10 @@ from lifelong.training.schedules import batch_size_for
 if TYPE_CHECKING:  # encoders imports this module (through pretrain): no import cycle at run time
     from lifelong.training.encoders.finetune import FineTune
 
-# Tags for derive_seed(job seed, trial index, tag): initialisation and training draw independent streams.
-_INIT, _TRAIN = 0, 1
+# Tags for derive_seed(job seed, trial index, tag): initialisation, training and the network's own random ops
+# (dropout, EfficientNet's drop-connect: torch's global RNG, which torch seeds anew in every process) draw
+# independent streams.
+_INIT, _TRAIN, _RANDOM_OPS = 0, 1, 2
 
 
 def materialize(dataset: Dataset) -> ArrayDataset:
@@ -47,7 +50,8 @@ class FitJob:
     """One training run of the common recipe on one task, as a picklable callable Trial -> TrialResult.
 
     The trial's network is initialised from (`seed`, trial index) and trained with seeds from the same pair, so
-    a trial gives the same result wherever it runs (for the same torch thread count). `init_backbone` starts
+    a trial gives the same result wherever it runs (for the same torch thread count); the network's own random ops
+    (dropout, drop-connect) draw from torch's global RNG seeded from that pair too. `init_backbone` starts
     from those backbone weights (fine-tuning, pretrained models) with a freshly initialised head. An empty
     `dev` counts as none: the final weights are kept and `dev_error` is None. `threads`: torch threads of the
     run (None: this process's count when the job is made), applied wherever the job runs (executor workers).
@@ -135,8 +139,11 @@ class FitJob:
     def __call__(self, trial: Trial) -> TrialResult:
         """Train the trial's network; return its best-on-dev weights, dev error, FLOPs, steps and dev curve."""
         set_torch_threads(self.threads)
-        with accelerator_scope(self.accelerator):
-            return self._run(trial)
+        with accelerator_scope(self.accelerator) as acc:
+            # the global RNG seeded from (seed, trial) for the run, then restored: same seed, same draws
+            with torch.random.fork_rng(devices=[acc.torch_device] if acc.on_cuda else []):
+                torch.manual_seed(derive_seed(self.seed, trial.index, _RANDOM_OPS))
+                return self._run(trial)
 
     def _run(self, trial: Trial) -> TrialResult:
         model = make_model(self.architecture, self.num_classes, seed=derive_seed(self.seed, trial.index, _INIT))
