@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from _prereq import emoji_art
+from fetch_fixtures import mnist_files, write_files
 from suites.test_clear import _bucket_images
 from suites.test_cog import write_features_set
 from suites.test_fact_files import _stream as fact_file_stream
@@ -38,12 +39,23 @@ def _facts_mini(root: Path) -> Stream:
     return get_stream("facts-mini", data_root=str(root), split="random", **options)
 
 
+def _mnist(name: str) -> Callable[[Path], Stream]:
+    def build(root: Path) -> Stream:
+        files, _ = mnist_files(train=6, test=4)
+        write_files(root / "mnist", files)  # gzipped IDX, as a fetch of the published files leaves them
+        return get_stream(name, data_root=str(root), protocol="iid", experiences=2)
+
+    return build
+
+
 # streams that need data or options to be built; every other stream is built by name alone
 NEEDS_DATA: dict[str, Callable[[Path], Stream]] = {
     "cog": _cog("cog"),
     "cog-mini": _cog("cog-mini"),
     "clear": _clear_folder,
     "facts-mini": _facts_mini,
+    "permuted-mnist": _mnist("permuted-mnist"),
+    "rotated-mnist": _mnist("rotated-mnist"),
 }
 
 

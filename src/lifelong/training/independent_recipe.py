@@ -34,8 +34,8 @@ class IndependentConfig:
     architecture: str = "resnet_mini"
     """The network trained on each task: resnet_mini, resnet18, resnet34, or package.module:factory, a callable
     given num_classes and in_channels (keywords, those it accepts) returning a torch module that maps images
-    [N, C, H, W] to class scores [N, num_classes] (the transfer learners also need its `backbone` and linear
-    `head`)."""
+    [N, C, H, W] to class scores [N, num_classes] (the transfer learners also need its backbone module and its
+    linear head, attributes of those names)."""
     resolution: int | None = 32
     """The side, in pixels, of the square images are resized to (unset: each task's native size)."""
     epochs: int = 10
