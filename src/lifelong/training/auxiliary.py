@@ -23,6 +23,7 @@ from lifelong.core.seeds import derive_seed
 from lifelong.core.tasks import TaskKind
 from lifelong.training.flops import LossFn, count_training_flops
 from lifelong.training.inputs import Size, prepare_batch
+from lifelong.training.models import initialise
 
 # derive_seed(training seed, tag, auxiliary index[, epoch]): heads, batch order and augmentation apart.
 _HEAD, _ORDER, _AUGMENT = 11, 12, 13
@@ -90,15 +91,10 @@ class AuxiliaryTraining:
         if not 0 <= weight < float("inf"):
             raise ValueError(f"the auxiliary-loss weight must be >= 0, got {weight!r}")
         self.model, self.tasks, self.weight = model, list(tasks), float(weight)
-        self.heads = nn.ModuleList()
-        for k, task in enumerate(self.tasks):
-            gen = torch.Generator().manual_seed(derive_seed(seed, _HEAD, k))
-            head = nn.Linear(model.head.in_features, task.num_classes)
-            bound = head.in_features**-0.5
-            with torch.no_grad():
-                head.weight.uniform_(-bound, bound, generator=gen)
-                head.bias.uniform_(-bound, bound, generator=gen)
-            self.heads.append(head)
+        self.heads = nn.ModuleList(
+            initialise(nn.Linear(model.head.in_features, task.num_classes), seed=derive_seed(seed, _HEAD, k))
+            for k, task in enumerate(self.tasks)
+        )
         self.losses = [loss_for(task.kind) for task in self.tasks]
         self._seed, self._batch_size, self._resolution = seed, batch_size, resolution
         self._augment, self._crop, self._channels = augment, crop, channels

@@ -259,9 +259,8 @@ def train_model(
             channels=_channels(model),
         )
         acc.place(aux.heads)
-    groups = list(model.parameters()) if param_groups is None else list(param_groups)
+    groups = [{"params": list(model.parameters())}] if param_groups is None else list(param_groups)
     if aux is not None:
-        groups = [{"params": groups}] if param_groups is None else groups
         groups.append({"params": list(aux.heads.parameters())})
     optimizer = torch.optim.SGD(groups, lr=lr, momentum=momentum, nesterov=momentum > 0, weight_decay=weight_decay)
     multiplier = lr_schedule(schedule, max_steps, warmup_steps_for(max_steps, steps_per_epoch, warmup_epochs))
