@@ -340,3 +340,18 @@ def test_summarize_errors():
         summarize_matrix_seeds([{"clear_metrics": {"fwt": 0.5}}, {"clear_metrics": {}}])
     with pytest.raises(ValueError, match="seed 1 reports"):
         summarize_matrix_seeds([{"fwt": 0.5, "next_domain": 0.4}, {"fwt": 0.5}])
+
+
+def test_gem_bwt_is_the_last_rows_change_from_the_diagonal_by_brute_force() -> None:
+    from lifelong.metrics import gem_bwt
+
+    rng = np.random.default_rng(3)
+    for n in (2, 3, 5):
+        R = rng.uniform(size=(n, n))
+        changes = [R[n - 1][j] - R[j][j] for j in range(n - 1)]  # after the last bucket minus just after bucket j
+        assert gem_bwt(R) == pytest.approx(sum(changes) / len(changes))
+    R = [[0.9, 0.1, 0.1], [0.6, 0.8, 0.1], [0.5, 0.7, 0.95]]
+    assert gem_bwt(R) == pytest.approx(((0.5 - 0.9) + (0.7 - 0.8)) / 2)  # forgetting: negative
+    assert clear_metrics(R)["bwt"] == pytest.approx((0.6 + 0.5 + 0.7) / 3)  # CLEAR's: a plain mean instead
+    with pytest.raises(ValueError, match="square"):
+        gem_bwt([[0.5, 0.5]])

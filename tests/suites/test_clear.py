@@ -80,7 +80,7 @@ def test_stream_evaluates_every_bucket_after_each_training(protocol):
     else:
         assert len(splits.train_and_dev()) == 30 and len(splits.test) == 30
         np.testing.assert_array_equal(splits.test.labels(), np.arange(30) % 3)  # whole bucket, stored order
-    assert splits.test.images.shape[1:] == (8, 8, 3)
+    assert splits.test.images.shape[1:] == (8, 8, 1)  # grayscale buckets stay one channel
     assert set(splits.test.images[:, 0, 0, 0].tolist()) <= {10, 11, 12}
     if protocol == "iid":
         assert train_values <= {10, 11, 12}

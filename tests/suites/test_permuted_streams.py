@@ -37,7 +37,8 @@ def test_permuted_experiences_are_bijections_shared_by_train_and_test_and_differ
     perms = []
     for task in tasks:
         # recover the permutation from the test images by brute force: output pixel i equals input pixel p[i]
-        got = task.test.images[..., 0].reshape(10, -1)  # grey replicated into 3 channels: one suffices
+        assert task.test.images.shape[1:] == (28, 28, 1)  # grayscale stays one channel (models replicate it)
+        got = task.test.images[..., 0].reshape(10, -1)
         perm = np.array([np.flatnonzero((test_images == got[:, [i]]).all(axis=0))[0] for i in range(784)])
         assert sorted(perm) == list(range(784))  # a bijection
         train = task.train.images[..., 0].reshape(len(task.train.images), -1)

@@ -1,4 +1,4 @@
-"""Replay buffers of the CLEAR methods: reservoir, biased reservoir, class-balanced
+"""Replay buffers of the CLEAR methods: reservoir, biased reservoir, class-balanced, class reservoir
 (docs/protocols/clear.md#replay-buffers).
 
 Pure numpy (no torch), immutable and picklable, so a buffer lives in a learner's checkpointed state; every
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-POLICIES = ("reservoir", "biased", "class-balanced")
+POLICIES = ("reservoir", "biased", "class-balanced", "class-reservoir")
 DEFAULT_ALPHA = 1.0
 
 
@@ -36,6 +36,13 @@ class ReplayBuffer:
       i.e. p = min(1, c) (`c` in (0, 1]; c = 1 keeps only the newest bucket when buckets hold k items).
     - "class-balanced": GDumb's greedy sampler: add while not full; then an item whose class has fewer items
       than the largest class replaces a random item of the largest class (ties: a random largest class).
+    - "class-reservoir": the sampler of Avalanche's GDumb (a class-balanced buffer of adaptive size): k is shared
+      equally among the m classes seen so far, k // m each, the remainder k - m (k // m) one each to the first
+      classes in ascending class index; each class holds a uniform random subset of all its items offered so far,
+      of its share (all of them if fewer). A weighted reservoir: every offered item draws an independent key
+      U[0, 1); per class the buffer keeps the largest keys among its stored items and its new ones, so a class's
+      share shrinking as classes appear still leaves a uniform subset. `keys` [n] holds the kept items' keys and
+      `classes` the classes seen (both empty under the other policies).
     """
 
     policy: str = "reservoir"
@@ -46,6 +53,19 @@ class ReplayBuffer:
     labels: np.ndarray = dataclasses.field(default_factory=lambda: _frozen(np.zeros(0, np.int64)))
     origin: np.ndarray = dataclasses.field(default_factory=lambda: _frozen(np.zeros(0, np.int64)))
     seen: int = 0
+    keys: np.ndarray = dataclasses.field(default_factory=lambda: _frozen(np.zeros(0, np.float64)))
+    classes: np.ndarray = dataclasses.field(default_factory=lambda: _frozen(np.zeros(0, np.int64)))
+
+    def __setstate__(self, state: dict) -> None:
+        """Unpickling: fields added since a buffer was pickled take their defaults (older checkpoints load), and
+        the arrays are read-only again (numpy unpickles them writeable)."""
+        for field in dataclasses.fields(self):
+            if field.name not in state and field.default_factory is not dataclasses.MISSING:
+                state[field.name] = field.default_factory()
+        for value in state.values():
+            if isinstance(value, np.ndarray):
+                value.flags.writeable = False
+        self.__dict__.update(state)
 
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:
@@ -68,6 +88,12 @@ class ReplayBuffer:
             raise ValueError(
                 f"buffer arrays disagree in length: items {None if self.items is None else len(self.items)}, "
                 f"labels {len(self.labels)}, origin {len(self.origin)}"
+            )
+        expected_keys = len(self.labels) if self.policy == "class-reservoir" else 0
+        if len(self.keys) != expected_keys:
+            raise ValueError(
+                f"buffer keys hold {len(self.keys)} entries, need {expected_keys}: one per item under the "
+                f"'class-reservoir' policy, none under {self.policy!r}"
             )
 
     def __len__(self) -> int:
@@ -126,14 +152,20 @@ class ReplayBuffer:
         capacity = int(self.capacity if self.capacity is not None else len(items))
         old_items = self.items if self.items is not None else np.zeros((0, *items.shape[1:]), items.dtype)
         origin = np.full(len(items), int(bucket), np.int64)
+        kept_keys, classes = self.keys, self.classes
         if self.policy == "reservoir":
             keep = _reservoir(old_items, self.labels, self.origin, items, labels, origin, self.seen, capacity, rng)
         elif self.policy == "biased":
             sized = dataclasses.replace(self, capacity=capacity)
             p = sized.selection_probability(len(items))
             keep = _biased(old_items, self.labels, self.origin, items, labels, origin, p, capacity, rng)
-        else:
+        elif self.policy == "class-balanced":
             keep = _class_balanced(old_items, self.labels, self.origin, items, labels, origin, capacity, rng)
+        else:
+            classes = np.union1d(self.classes, labels)
+            new_keys = rng.random(len(items))  # one independent U[0, 1) key per offered item
+            stored = (old_items, self.labels, self.origin, self.keys)
+            keep, kept_keys = _class_reservoir(stored, (items, labels, origin, new_keys), classes, capacity)
         new_items, new_labels, new_origin = keep
         return dataclasses.replace(
             self,
@@ -142,6 +174,8 @@ class ReplayBuffer:
             labels=_frozen(new_labels),
             origin=_frozen(new_origin),
             seen=self.seen + len(items),
+            keys=_frozen(kept_keys),
+            classes=_frozen(classes),
         )
 
 
@@ -237,6 +271,36 @@ def _class_balanced(
         out_items[slot], out_labels[slot], out_origin[slot] = new[i], y, new_origin[i]
         counts[y] = counts.get(y, 0) + 1
     return out_items[:size], out_labels[:size], out_origin[:size]
+
+
+def _class_shares(classes: np.ndarray, k: int) -> np.ndarray:
+    """Each seen class's share of k (`classes` ascending): k // m each, the remainder one each to the first."""
+    m = len(classes)
+    shares = np.full(m, k // m, np.int64)
+    shares[: k - m * (k // m)] += 1
+    return shares
+
+
+def _class_reservoir(
+    old: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    new: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    classes: np.ndarray,
+    k: int,
+) -> tuple[Arrays, np.ndarray]:
+    """Per class, the items with the largest keys among its stored and new ones, up to its share; (items, labels,
+    origin, keys) each, the kept ones in their order (stored first, then new in offered order)."""
+    labels = np.concatenate([old[1], new[1]])
+    keys = np.concatenate([old[3], new[3]])
+    order = np.lexsort((-keys, labels))  # by class, then key descending
+    sorted_labels = labels[order]
+    first = np.searchsorted(sorted_labels, sorted_labels, side="left")  # start of each item's class run
+    rank = np.arange(len(order)) - first
+    share = _class_shares(classes, k)[np.searchsorted(classes, sorted_labels)]
+    keep = np.zeros(len(labels), bool)
+    keep[order[rank < share]] = True
+    stored, fresh = keep[: len(old[1])], keep[len(old[1]) :]
+    kept = tuple(np.concatenate([a[stored], b[fresh]]) for a, b in zip(old, new, strict=True))
+    return (kept[0], kept[1], kept[2]), kept[3]
 
 
 __all__ = ["DEFAULT_ALPHA", "POLICIES", "ReplayBuffer"]

@@ -231,11 +231,17 @@ class ContinualLearner:
 
         buffer: ReplayBuffer | None = state["buffer"]
         buffer_rng = np.random.default_rng(derive_seed(seed, event.task_index, _BUFFER))
+        replay = None
         if cfg.train_on == "bucket":
             train_items, train_labels = items, labels
         elif cfg.train_on == "buffer":
             buffer = buffer.update(items, labels, event.task_index, buffer_rng)
             train_items, train_labels = buffer.items, buffer.labels
+        elif cfg.replay_mixing == "batch":  # bucket batches, each with a batch of the buffer as it was before
+            train_items, train_labels = items, labels
+            if buffer is not None and len(buffer):
+                replay = (buffer.items, buffer.labels)
+            buffer = buffer.update(items, labels, event.task_index, buffer_rng)
         else:  # bucket + the buffer as it was before this bucket
             if buffer is not None and len(buffer):
                 train_items = np.concatenate([items, buffer.items])
@@ -254,6 +260,7 @@ class ContinualLearner:
             resolution,
             term,
             flip=task.domain.lower() not in cfg.no_flip_domains,
+            replay=replay,
         )
 
         def inputs(x: np.ndarray) -> torch.Tensor:
@@ -286,9 +293,17 @@ class ContinualLearner:
 
     def _penalty(self, state: dict[str, Any], model: nn.Module) -> Term:
         cfg = self.config
-        cap = 1.0 / self._max_lr()  # keeps SGD on the quadratic penalty stable
+        cap = 1.0 / self._max_lr() if cfg.curvature_cap else None  # keeps SGD on the quadratic penalty stable
         if cfg.penalty == "ewc":
-            return EWC(state["penalty"], cfg.ewc_lambda, cfg.ewc_decay, max_curvature=cap, loss=self._item_loss())
+            return EWC(
+                state["penalty"],
+                cfg.ewc_lambda,
+                cfg.ewc_decay,
+                max_curvature=cap,
+                loss=self._item_loss(),
+                fisher=cfg.ewc_fisher,
+                batch_size=cfg.ewc_fisher_batch_size or self._batch_size(),
+            )
         if cfg.penalty == "si":
             return SI(state["penalty"], cfg.si_c, cfg.si_xi, max_curvature=cap)
         if cfg.penalty == "mas":
@@ -311,17 +326,19 @@ class ContinualLearner:
         param_groups=None,
         augment: bool | None = None,
         convergence=None,
+        replay=None,
     ):
         """train_continual with this config's recipe (CNN or linear regime) and the penalty `term` (`param_groups`:
         the optimizer's groups, as train_continual takes them; `augment` None: the recipe's; `convergence`: a
-        `training.convergence.Convergence`, epochs then being a cap)."""
+        `training.convergence.Convergence`, epochs then being a cap; `replay`: buffer (items, labels) to append a
+        mini-batch of to every step, replay_mixing=batch)."""
         cfg = self.config
         return train_continual(
             model,
             items,
             labels,
             epochs=cfg.linear_epochs if cfg.linear else cfg.epochs,
-            batch_size=cfg.linear_batch_size if cfg.linear else cfg.batch_size,
+            batch_size=self._batch_size(),
             lr=cfg.linear_lr if cfg.linear else cfg.lr,
             weight_decay=cfg.linear_weight_decay if cfg.linear else cfg.weight_decay,
             momentum=cfg.momentum,
@@ -335,7 +352,13 @@ class ContinualLearner:
             data_loss=data_loss,
             param_groups=param_groups,
             convergence=convergence,
+            replay=replay,
+            replay_batch_size=cfg.replay_batch_size,
         )
+
+    def _batch_size(self) -> int:
+        """Items per SGD step in this regime."""
+        return self.config.linear_batch_size if self.config.linear else self.config.batch_size
 
     def _item_loss(self) -> ItemLoss | None:
         """The data loss EWC's Fisher uses (None: the cross-entropy of the logits)."""

@@ -15,6 +15,8 @@ from lifelong.training.models import check_architecture
 
 FEATURES = "features"  # encoder value: the datasets already hold pre-extracted features
 TRAIN_ON = ("bucket", "bucket+buffer", "buffer")
+REPLAY_MIXING = ("concat", "batch")
+EWC_FISHER = ("item", "batch")
 INITS = ("previous", "scratch")
 
 
@@ -56,9 +58,16 @@ class ContinualConfig:
     train_on: str = "bucket"
     """What each bucket trains on: bucket, bucket+buffer or buffer (the buffer updated with the bucket first)."""
     buffer: str = "none"
-    """The replay buffer's policy: none, reservoir, biased or class-balanced (GDumb's greedy sampler)."""
+    """The replay buffer's policy: none, reservoir, biased, class-balanced (GDumb's greedy sampler) or
+    class-reservoir (equal class shares, each a uniform sample of its class so far: Avalanche's GDumb)."""
     buffer_size: int | None = None
     """The items the buffer holds (unset: as many as the first bucket)."""
+    replay_mixing: str = "concat"
+    """How train_on=bucket+buffer mixes the two: concat (the bucket and the buffer shuffled together, an epoch over
+    both) or batch (each step one mini-batch of the bucket plus one of replay_batch_size buffer items, the buffer
+    cycling; an epoch over the bucket alone: Avalanche's Replay)."""
+    replay_batch_size: int | None = None
+    """Buffer items per step with replay_mixing=batch (unset: batch_size)."""
     alpha: float | None = None
     """The biased buffer's fixed selection factor: a new item is kept with probability min(1, alpha k / n), k the
     buffer's size and n the items seen (unset: 1; give alpha or c, not both)."""
@@ -69,6 +78,12 @@ class ContinualConfig:
     """The regulariser against forgetting: none, ewc, si, mas or lwf (each with its own strength option)."""
     ewc_lambda: float = 1.0
     """The strength of the EWC penalty (penalty=ewc)."""
+    ewc_fisher: str = "item"
+    """EWC's Fisher estimate: item (the mean over items of the squared per-item gradient: the EWC paper's) or batch
+    (the mean over mini-batches of the squared gradient of the batch's mean loss: Avalanche's, which the CLEAR paper
+    ran; one backward a batch, and smaller, so ewc_lambda must be converted: docs/clear.md)."""
+    ewc_fisher_batch_size: int | None = None
+    """Items per mini-batch of ewc_fisher=batch (unset: batch_size)."""
     ewc_decay: float = 1.0
     """How much of the previous Fisher information online EWC keeps at each new bucket (1: all of it)."""
     si_c: float = 0.01
@@ -82,6 +97,10 @@ class ContinualConfig:
     """The weight of Learning without Forgetting's distillation from the previous bucket's model (penalty=lwf)."""
     lwf_temperature: float = 2.0
     """The softmax temperature of Learning without Forgetting's distillation, a positive number."""
+    curvature_cap: bool = True
+    """Cap the curvature of the EWC, SI and MAS quadratics (lambda F, 2 si_c Omega, 2 mas_lambda Omega) at 1 / lr per
+    weight, so that SGD on them cannot diverge; false: uncapped, as in the papers and Avalanche (a strength too large
+    for the learning rate then makes those weights oscillate and training diverge)."""
     encoder: str | None = None
     """Switches to the linear regime: features (the datasets already hold float32 features) or an encoder spec
     (a model name, a toolkit checkpoint, torchscript:FILE, hf:FOLDER), frozen under a linear head; buffers then
@@ -106,6 +125,10 @@ class ContinualConfig:
         for name in ("epochs", "batch_size", "linear_epochs", "linear_batch_size", "eval_batch_size"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        for name in ("replay_batch_size", "ewc_fisher_batch_size"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or int(value) < 1):
+                raise ValueError(f"{name} must be unset or >= 1, got {value!r}")
         for name in ("lr", "linear_lr", "lwf_temperature"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
@@ -128,6 +151,8 @@ class ContinualConfig:
             ("train_on", self.train_on, TRAIN_ON),
             ("buffer", self.buffer, ("none", *POLICIES)),
             ("penalty", self.penalty, PENALTIES),
+            ("replay_mixing", self.replay_mixing, REPLAY_MIXING),
+            ("ewc_fisher", self.ewc_fisher, EWC_FISHER),
         ):
             if value not in choices:
                 raise ValueError(f"unknown {name} {value!r}; choose one of {choices}")
@@ -136,8 +161,13 @@ class ContinualConfig:
                 f"train_on={self.train_on!r} with buffer={self.buffer!r}: training on a buffer needs a buffer "
                 "policy, and a buffer is only kept when training uses it (train_on 'bucket+buffer' or 'buffer')"
             )
+        if self.replay_mixing == "batch" and self.train_on != "bucket+buffer":
+            raise ValueError(
+                f"replay_mixing=batch mixes bucket and buffer mini-batches, so it needs train_on='bucket+buffer' "
+                f"(the er learner); got train_on={self.train_on!r}"
+            )
         if self.buffer == "none" and (self.buffer_size is not None or self.alpha is not None or self.c is not None):
-            raise ValueError("buffer_size / alpha / c need a buffer: set buffer (reservoir, biased, class-balanced)")
+            raise ValueError(f"buffer_size / alpha / c need a buffer: set buffer (one of {', '.join(POLICIES)})")
         if self.buffer != "none":
             self.empty_buffer()  # validates buffer_size, alpha, c
         if self.encoder is not None and not str(self.encoder).strip():

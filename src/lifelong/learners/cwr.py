@@ -60,20 +60,21 @@ def find_head(model: nn.Module) -> nn.Linear:
     return linears[-1]
 
 
-def head_rows(head: nn.Linear) -> torch.Tensor:
-    """The head as one row per class, [weights | bias] (a CPU float32 copy)."""
+def head_rows(head: nn.Linear, bias: bool = True) -> torch.Tensor:
+    """The head as one row per class, [weights | bias] (without the bias column when `bias` is False; a CPU float32
+    copy)."""
     rows = head.weight.detach()
-    if head.bias is not None:
+    if bias and head.bias is not None:
         rows = torch.cat([rows, head.bias.detach()[:, None]], dim=1)
     return rows.float().cpu().clone()
 
 
 def set_head(head: nn.Linear, rows: torch.Tensor) -> None:
-    """Write rows [C, K] (as `head_rows` gives them) into the head, in place."""
+    """Write rows [C, K] (as `head_rows` gives them, with or without the bias column) into the head, in place."""
     with torch.no_grad():
         features = head.weight.shape[1]
         head.weight.copy_(rows[:, :features].to(head.weight))
-        if head.bias is not None:
+        if head.bias is not None and rows.shape[1] > features:
             head.bias.copy_(rows[:, features].to(head.bias))
 
 
@@ -103,8 +104,8 @@ class CWRStar(Term):
 
     name = "cwr"
 
-    def __init__(self, kept: dict | None) -> None:
-        self.kept = kept
+    def __init__(self, kept: dict | None, bias: bool = True) -> None:
+        self.kept, self.bias = kept, bias
         self._cur: np.ndarray | None = None
 
     @property
@@ -119,7 +120,7 @@ class CWRStar(Term):
         """Head rows of the classes in `labels` from cw, the others zero; returns the head."""
         head = find_head(model)
         self._cur = np.bincount(np.asarray(labels, dtype=np.int64), minlength=head.out_features)
-        rows = torch.zeros_like(head_rows(head))
+        rows = torch.zeros_like(head_rows(head, self.bias))
         if self.kept is not None:
             present = torch.from_numpy(np.flatnonzero(self._cur > 0))
             rows[present] = self.kept["cw"][present].to(rows)
@@ -132,7 +133,7 @@ class CWRStar(Term):
         if self._cur is None:
             raise RuntimeError("CWRStar.finish called without load(): the head was not set from cw")
         head = find_head(model)
-        trained = head_rows(head)
+        trained = head_rows(head, self.bias)
         cw = torch.zeros_like(trained) if self.kept is None else self.kept["cw"]
         past = np.zeros(len(trained), np.int64) if self.kept is None else self.kept["past"]
         cw, past = consolidate(cw, past, trained, self._cur)
@@ -153,6 +154,10 @@ class CWRConfig(ContinualConfig):
     does (the lower layers learned on the first batch only); false (default) fine-tunes the whole network on every
     bucket as finetune does, the head consolidated either way. No effect in the linear regime (the model is the
     head)."""
+
+    consolidate_bias: bool = True
+    """Consolidate the head's bias as the weight of a constant input (each row [weights, bias]); false: the bias is
+    never reset or consolidated and trains on as fine-tuning does (Avalanche's CWRStar)."""
 
     def __post_init__(self) -> None:
         if self.train_on != "bucket" or self.penalty != "none":
@@ -176,7 +181,7 @@ class CWRLearner(ContinualLearner):
     config: CWRConfig
 
     def _penalty(self, state: dict[str, Any], model: nn.Module) -> Term:
-        return CWRStar(state["penalty"])
+        return CWRStar(state["penalty"], bias=self.config.consolidate_bias)
 
     def _fit(self, model, items, labels, seed, resolution, term, flip, *args, **kwargs):
         """The recipe's fit on the head loaded from cw (and, with freeze_backbone after the first bucket, the head
@@ -192,7 +197,7 @@ class CWRLearner(ContinualLearner):
         model = super()._predict_model(event, state, items)
         if state["model"] is None:
             head = find_head(model)
-            set_head(head, torch.zeros_like(head_rows(head)))
+            set_head(head, torch.zeros_like(head_rows(head, self.config.consolidate_bias)))
         return model
 
 

@@ -82,6 +82,16 @@ def clear_metrics(R: Any) -> dict[str, float]:
     }
 
 
+def gem_bwt(R: Any) -> float:
+    """GEM's backward transfer (Lopez-Paz & Ranzato 2017; Avalanche's `bwt`): the mean over buckets j < N - 1 of
+    R[N-1, j] - R[j, j], how accuracy on each earlier bucket changed from just after training it to the end
+    (negative: forgetting). CLEAR's BwT (`clear_metrics`) is instead the plain mean of the strictly lower triangle.
+    """
+    matrix = _validated(R)
+    last = len(matrix) - 1
+    return float(np.mean(matrix[last, :last] - np.diag(matrix)[:last]))
+
+
 # ----------------------------------------------------------------------------------------- from event records
 
 

@@ -86,13 +86,22 @@ def choose_split(source, protocol: str, split: str | None, seed: int) -> str:
 
 
 def _items(labeled, resolution: int | None) -> np.ndarray:
-    """uint8 [N, r, r, 3] images (centre crop + resize) or the float32 [N, D] features as given."""
+    """uint8 [N, r, r, C] images (centre crop + resize; C = 1 when every image is grayscale, else 3) or the float32
+    [N, D] features as given. Grayscale stays one channel (a third of the memory and copying); the models that
+    take three channels get it replicated per batch (`training.inputs.to_input_tensor`)."""
     features = getattr(labeled, "features", None)
     if features is not None:
         return np.ascontiguousarray(features, dtype=np.float32)
     from lifelong.data.images import resize_all
 
-    return resize_all(labeled.images, _resolution(labeled, resolution), 3)
+    return resize_all(labeled.images, _resolution(labeled, resolution), _channels(labeled.images))
+
+
+def _channels(images) -> int:
+    """1 when every image has one channel, else 3."""
+    if isinstance(images, np.ndarray):
+        return 1 if images.ndim == 4 and images.shape[-1] == 1 else 3
+    return 1 if len(images) and all(np.ndim(image) == 3 and image.shape[-1] == 1 for image in images) else 3
 
 
 def _resolution(labeled, resolution: int | None) -> int | None:

@@ -21,13 +21,13 @@ from torch import nn
 
 from lifelong.core.tasks import TaskKind
 from lifelong.training.convergence import Convergence
-from lifelong.training.devices import current_accelerator
+from lifelong.training.devices import current_accelerator, seeded_torch_rng
 from lifelong.training.flops import count_training_flops
 from lifelong.training.inputs import Size, prepare_batch
 from lifelong.training.loop import EpochLoss, TrainingLoss, derive_seed
 
 # Stream tags for derive_seed (own numbering: these streams never meet train_model's).
-_ORDER, _AUGMENT = 11, 12
+_ORDER, _AUGMENT, _RANDOM_OPS, _REPLAY = 11, 12, 13, 14
 
 Penalty = Callable[[nn.Module, torch.Tensor, torch.Tensor], torch.Tensor]
 
@@ -98,6 +98,8 @@ def train_continual(
     data_loss: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None,
     param_groups: list[dict[str, Any]] | None = None,
     convergence: Convergence | None = None,
+    replay: tuple[np.ndarray, np.ndarray] | None = None,
+    replay_batch_size: int | None = None,
 ) -> ContinualFit:
     """Train `model` in place on (`items`, int64 `labels`) with SGD + momentum and a x0.1 step at `lr_step`.
 
@@ -109,6 +111,9 @@ def train_continual(
     `param_groups` (e.g. from `encoders.param_groups`: a frozen prefix, per-group learning rates) replaces the
     default (every trainable parameter at `lr`); the step decay scales each group's own lr. With `convergence`,
     `epochs` is a cap and the rule of `lifelong.training.convergence` decides the decay and the stop instead.
+    `replay` (items, labels): every step also takes min(`replay_batch_size` (default batch_size), M) of these M
+    items, in a seeded order reshuffled at each pass, appended to the step's batch (Avalanche's Replay); an epoch
+    stays the bucket's. The network's own random ops (dropout) draw from torch's global RNG seeded from `seed`.
     """
     items, labels = np.asarray(items), np.asarray(labels, dtype=np.int64)
     n = len(items)
@@ -130,6 +135,7 @@ def train_continual(
     optimizer = torch.optim.SGD(params, lr=lr, momentum=momentum, weight_decay=weight_decay)
     base_lrs = [group["lr"] for group in optimizer.param_groups]
     generator = torch.Generator().manual_seed(derive_seed(seed, _AUGMENT)) if augment else None
+    replayed = _ReplayBatches(*replay, replay_batch_size or batch_size, seed) if replay is not None else None
 
     def loss_fn(x: torch.Tensor) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
         def loss(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -143,39 +149,73 @@ def train_continual(
     losses: list[float] = []
     step = 0
     phase_start, decayed, stopped = 0, False, "epochs" if convergence is None else "cap"
-    for epoch in range(epochs):
-        if convergence is not None and convergence.plateaued(losses[phase_start:]):
-            if decayed or not convergence.decay:
-                stopped = "converged"
-                break
-            decayed, phase_start = True, len(losses)
-        decay = decayed if convergence is not None else epoch >= decay_epoch
-        for group, base_lr in zip(optimizer.param_groups, base_lrs, strict=True):
-            group["lr"] = base_lr * (0.1 if decay else 1.0)
-        model.train()
-        order = np.random.default_rng(derive_seed(seed, _ORDER, epoch)).permutation(n)
-        epoch_losses = EpochLoss()
-        for start in range(0, steps_per_epoch * batch, batch):
-            idx = order[start : start + batch]
-            x = model_inputs(items[idx], channels=channels, resolution=resolution, generator=generator, flip=flip)
-            x, y = acc.batch(x), acc.to(torch.from_numpy(labels[idx]))
-            if flops_per_step is None:
-                flops_per_step = count_training_flops(model, (x, y), loss_fn=loss_fn(x))
-            with acc.autocast():
-                loss = loss_fn(x)(forward(x).float(), y)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            if step_hook is not None:
-                step_hook.before_step(model)
-            optimizer.step()
-            if step_hook is not None:
-                step_hook.after_step(model)
-            epoch_losses.add(loss)
-            step += 1
-        losses.append(epoch_losses.mean())
+    with seeded_torch_rng(derive_seed(seed, _RANDOM_OPS)):  # dropout & co: same seed, same draws
+        for epoch in range(epochs):
+            if convergence is not None and convergence.plateaued(losses[phase_start:]):
+                if decayed or not convergence.decay:
+                    stopped = "converged"
+                    break
+                decayed, phase_start = True, len(losses)
+            decay = decayed if convergence is not None else epoch >= decay_epoch
+            for group, base_lr in zip(optimizer.param_groups, base_lrs, strict=True):
+                group["lr"] = base_lr * (0.1 if decay else 1.0)
+            model.train()
+            order = np.random.default_rng(derive_seed(seed, _ORDER, epoch)).permutation(n)
+            epoch_losses = EpochLoss()
+            for start in range(0, steps_per_epoch * batch, batch):
+                idx = order[start : start + batch]
+                batch_items, batch_labels = items[idx], labels[idx]
+                if replayed is not None:
+                    batch_items, batch_labels = replayed.appended(batch_items, batch_labels)
+                x = model_inputs(batch_items, channels=channels, resolution=resolution, generator=generator, flip=flip)
+                x, y = acc.batch(x), acc.to(torch.from_numpy(batch_labels))
+                if flops_per_step is None:
+                    flops_per_step = count_training_flops(model, (x, y), loss_fn=loss_fn(x))
+                with acc.autocast():
+                    loss = loss_fn(x)(forward(x).float(), y)
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                if step_hook is not None:
+                    step_hook.before_step(model)
+                optimizer.step()
+                if step_hook is not None:
+                    step_hook.after_step(model)
+                epoch_losses.add(loss)
+                step += 1
+            losses.append(epoch_losses.mean())
     assert flops_per_step is not None  # n >= 1 and epochs >= 1, so a step ran
     hook_flops = float(getattr(step_hook, "flops", 0.0)) - hook_flops
     return ContinualFit(step, batch, flops_per_step, flops_per_step * step + hook_flops, losses, stopped, hook_flops)
+
+
+class _ReplayBatches:
+    """Mini-batches of a replay buffer for `train_continual(replay=...)`: `size` distinct items per step in a seeded
+    order, reshuffled at each pass over the buffer."""
+
+    def __init__(self, items: np.ndarray, labels: np.ndarray, size: int, seed: int) -> None:
+        items, labels = np.asarray(items), np.asarray(labels, dtype=np.int64)
+        if len(items) == 0 or len(labels) != len(items) or size < 1:
+            raise ValueError(
+                f"replay needs a non-empty buffer with one label per item and a batch size >= 1, got {len(items)} "
+                f"items, {len(labels)} labels, batch size {size}"
+            )
+        self.items, self.labels, self.size, self.seed = items, labels, min(int(size), len(items)), seed
+        self._passes, self._order, self._at = 0, np.zeros(0, np.int64), 0
+
+    def next_indices(self) -> np.ndarray:
+        """The next `size` buffer indices: consecutive chunks of a seeded permutation; when fewer than `size` are
+        left (the tail is skipped, as an incomplete batch is dropped) a new permutation starts."""
+        if self._at + self.size > len(self._order):
+            rng = np.random.default_rng(derive_seed(self.seed, _REPLAY, self._passes))
+            self._order, self._at, self._passes = rng.permutation(len(self.items)), 0, self._passes + 1
+        idx = self._order[self._at : self._at + self.size]
+        self._at += self.size
+        return idx
+
+    def appended(self, items: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(items, labels) with the next replay mini-batch appended."""
+        idx = self.next_indices()
+        return np.concatenate([items, self.items[idx]]), np.concatenate([labels, self.labels[idx]])
 
 
 @torch.no_grad()

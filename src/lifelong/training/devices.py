@@ -217,6 +217,19 @@ def accelerator_scope(accelerator: Accelerator) -> Iterator[Accelerator]:
         use_accelerator(before)
 
 
+@contextlib.contextmanager
+def seeded_torch_rng(seed: int) -> Iterator[None]:
+    """Inside the block, torch's global RNG (and the current CUDA device's) is seeded from `seed`; restored after.
+
+    Networks draw from the global RNG (dropout, drop-connect), which torch seeds anew in every process: one seed per
+    training run makes the same command give the same weights.
+    """
+    acc = current_accelerator()
+    with torch.random.fork_rng(devices=[acc.torch_device] if acc.on_cuda else []):
+        torch.manual_seed(int(seed))
+        yield
+
+
 def device_for(spec: str | torch.device | None = None) -> torch.device:
     """The device of an explicit `spec` (see `resolve_device`); None: the current accelerator's."""
     return current_device() if spec is None else resolve_device(spec)

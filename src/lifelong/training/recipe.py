@@ -12,12 +12,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
 from lifelong.core.datasets import ArrayDataset, Dataset, LazyDataset
 from lifelong.core.tasks import TaskKind
 from lifelong.training.auxiliary import AuxiliaryTask
-from lifelong.training.devices import Accelerator, accelerator_scope, current_accelerator
+from lifelong.training.devices import Accelerator, accelerator_scope, current_accelerator, seeded_torch_rng
 from lifelong.training.hpsearch import Trial, TrialResult
 from lifelong.training.loop import TrainProgress, derive_seed, set_torch_threads, torch_threads, train_model
 from lifelong.training.models import check_architecture, make_model
@@ -139,10 +138,9 @@ class FitJob:
     def __call__(self, trial: Trial) -> TrialResult:
         """Train the trial's network; return its best-on-dev weights, dev error, FLOPs, steps and dev curve."""
         set_torch_threads(self.threads)
-        with accelerator_scope(self.accelerator) as acc:
+        with accelerator_scope(self.accelerator):
             # the global RNG seeded from (seed, trial) for the run, then restored: same seed, same draws
-            with torch.random.fork_rng(devices=[acc.torch_device] if acc.on_cuda else []):
-                torch.manual_seed(derive_seed(self.seed, trial.index, _RANDOM_OPS))
+            with seeded_torch_rng(derive_seed(self.seed, trial.index, _RANDOM_OPS)):
                 return self._run(trial)
 
     def _run(self, trial: Trial) -> TrialResult:
