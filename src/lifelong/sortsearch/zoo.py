@@ -43,7 +43,7 @@ from lifelong.data.sources import load_source
 from lifelong.sortsearch.corruptions import corrupt, corruption_level
 from lifelong.sortsearch.samples_csv import SampleRow, write_samples_csv
 from lifelong.sortsearch.zoo_models import ModelSpec, ZooSpace, draw_spec, make_zoo_model
-from lifelong.training.devices import Accelerator, accelerator_scope, current_accelerator
+from lifelong.training.devices import Accelerator, accelerator_scope, current_accelerator, seeded_torch_rng
 from lifelong.training.loop import predict_scores, train_model
 
 DEFAULT_SOURCE = "fashion-mnist"
@@ -59,7 +59,7 @@ BATCH_SIZE = 32
 WARMUP_EPOCHS = 0.25
 EVAL_BATCH_SIZE = 512
 _GLYPH_SOURCES = ("builtin:letters", "builtin:chars", "builtin:digits")  # mirroring changes their classes
-_SUBSET, _TRAIN, _TEST = 12, 14, 15  # derive_seed tags (zoo_models has 11 and 13, corruptions 16)
+_SUBSET, _TRAIN, _TEST, _RANDOM_OPS = 12, 14, 15, 17  # derive_seed tags (zoo_models has 11 and 13, corruptions 16)
 
 
 @dataclass(frozen=True)
@@ -227,7 +227,8 @@ class ZooJob:
         previous = torch.get_num_threads()
         torch.set_num_threads(self.threads)
         try:
-            with accelerator_scope(self.accelerator):
+            # the global RNG (a network's own random ops) seeded per model: the same spec, the same record
+            with accelerator_scope(self.accelerator), seeded_torch_rng(derive_seed(spec.seed, _RANDOM_OPS)):
                 return self._run(spec)
         finally:
             torch.set_num_threads(previous)
