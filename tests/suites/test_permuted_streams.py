@@ -91,3 +91,26 @@ def test_a_two_experience_finetune_run_finishes(root, tmp_path):
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     assert "permuted-mnist" in result.output
+
+
+def test_permuted_tasks_are_not_augmented_but_rotated_ones_are(root, monkeypatch):
+    from lifelong.core.events import TrainEvent
+    from lifelong.learners import continual
+    from lifelong.learners.continual_methods import FinetuneLearner
+
+    seen = []
+    real = continual.train_continual
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs["augment"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(continual, "train_continual", spy)
+    data_root, _ = root
+    for name, augmented in (("permuted-mnist", False), ("rotated-mnist", True)):
+        stream = get_temporal_stream(name, data_root=data_root, protocol="iid", experiences=2)
+        event = next(e for e in stream.events() if isinstance(e, TrainEvent))
+        assert event.task.metadata.get("spatial", True) is augmented
+        learner = FinetuneLearner(epochs=1, batch_size=8)  # augment=true by default
+        learner.train(event, learner.init(0))
+        assert seen[-1] is augmented

@@ -261,6 +261,7 @@ class ContinualLearner:
             term,
             flip=task.domain.lower() not in cfg.no_flip_domains,
             replay=replay,
+            augment=None if task.metadata.get("spatial", True) else False,  # permuted pixels: nothing to crop
         )
 
         def inputs(x: np.ndarray) -> torch.Tensor:

@@ -49,7 +49,8 @@ class ContinualConfig:
     lr_step: float = 0.6
     """The fraction of the epochs, in (0, 1], after which the learning rate is divided by 10 (1: never)."""
     augment: bool = True
-    """Augment the training images: a random resized crop and a random mirror (none in the linear regime)."""
+    """Augment the training images: a random resized crop and a random mirror (none in the linear regime, nor on
+    tasks whose pixels have no spatial layout: permuted-mnist's)."""
     no_flip_domains: tuple[str, ...] = ("ocr",)
     """Task domains whose images are never mirrored, since mirroring can change their class (case-insensitive)."""
     init: str = "previous"

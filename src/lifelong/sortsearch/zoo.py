@@ -227,8 +227,7 @@ class ZooJob:
         previous = torch.get_num_threads()
         torch.set_num_threads(self.threads)
         try:
-            # the global RNG (a network's own random ops) seeded per model: the same spec, the same record
-            with accelerator_scope(self.accelerator), seeded_torch_rng(derive_seed(spec.seed, _RANDOM_OPS)):
+            with accelerator_scope(self.accelerator):
                 return self._run(spec)
         finally:
             torch.set_num_threads(previous)
@@ -239,20 +238,22 @@ class ZooJob:
         subset_rng = np.random.default_rng(derive_seed(spec.seed, _SUBSET))
         subset = self.train.subset(np.sort(subset_rng.choice(len(self.train), size=spec.train_size, replace=False)))
         model = make_zoo_model(spec, self.train.image_shape, num_classes)
-        train_model(
-            model,
-            subset,
-            None,
-            kind=TaskKind.MULTI_CLASS,
-            epochs=spec.epochs,
-            batch_size=BATCH_SIZE,
-            lr=spec.lr,
-            warmup_epochs=WARMUP_EPOCHS,
-            seed=derive_seed(spec.seed, _TRAIN),
-            augment=spec.augment,
-            flip=self.flip,
-            eval_every_epoch=False,
-        )
+        # the global RNG (a network's own random ops) seeded per model: the same spec, the same record
+        with seeded_torch_rng(derive_seed(spec.seed, _RANDOM_OPS)):
+            train_model(
+                model,
+                subset,
+                None,
+                kind=TaskKind.MULTI_CLASS,
+                epochs=spec.epochs,
+                batch_size=BATCH_SIZE,
+                lr=spec.lr,
+                warmup_epochs=WARMUP_EPOCHS,
+                seed=derive_seed(spec.seed, _TRAIN),
+                augment=spec.augment,
+                flip=self.flip,
+                eval_every_epoch=False,
+            )
         logits = torch.from_numpy(predict_scores(model, self.samples, TaskKind.MULTI_CLASS, EVAL_BATCH_SIZE))
         labels = torch.from_numpy(self.samples.labels())
         confidence = torch.softmax(logits, dim=1).gather(1, labels[:, None])[:, 0]

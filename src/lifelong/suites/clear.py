@@ -224,6 +224,8 @@ def temporal_stream(
                 "window": list(windows[bucket]),
                 "source": source.name,
                 "split": split_name,
+                # pixels without a spatial layout (a permuted stream): learners must not crop or mirror them
+                **({} if getattr(source, "spatial", True) else {"spatial": False}),
             },
         )
         loader = _BucketLoader(source, key, bucket, protocol, int(split_seed), resolution, split_name)

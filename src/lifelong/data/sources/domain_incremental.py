@@ -126,6 +126,11 @@ class DomainIncremental:
             )
         return self._data
 
+    @property
+    def spatial(self) -> bool:
+        """Whether images keep a spatial layout: not under a pixel permutation (no crop or mirror makes sense)."""
+        return self.transform != "permuted"
+
     def angle(self, bucket: int) -> float:
         """The rotation of experience `bucket` in degrees (0 for a permuted stream)."""
         return rotation_angle(bucket, self.experiences, self.max_angle) if self.transform == "rotated" else 0.0
