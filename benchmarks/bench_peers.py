@@ -230,9 +230,8 @@ def toolkit_run(method: Method, seed: int, args, s: Settings, dataset: str, out:
     return {"matrix": _matrix(matrix), "train_seconds": train, "wall_seconds": wall}
 
 
-def _matrix(value) -> list[list[float]]:
-    """The accuracy matrix as rows of floats (summary.json may hold it as {"matrix": rows, ...})."""
-    rows = value["matrix"] if isinstance(value, dict) else value
+def _matrix(rows) -> list[list[float]]:
+    """summary.json's accuracy matrix as rows of floats."""
     return [[float(v) for v in row] for row in rows]
 
 

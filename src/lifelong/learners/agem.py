@@ -190,9 +190,7 @@ class AGEMLearner(ContinualLearner):
     def _fit(self, model, items, labels, seed, resolution, term, flip, data_loss=None, param_groups=None, **kwargs):
         """The recipe's fit, with A-GEM's reference batches prepared as the training batches (same resolution,
         mirroring and augmentation, from their own seeded streams)."""
-        cfg = self.config
-        augment = kwargs.pop("augment", None)
-        augment = (cfg.augment and not cfg.linear) if augment is None else augment
+        augment = self._augments(kwargs.pop("augment", None))
         if isinstance(term, AGEM):
             channels = int(getattr(model, "in_channels", 3))
             prepare = functools.partial(model_inputs, channels=channels, resolution=resolution, flip=flip)

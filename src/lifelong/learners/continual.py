@@ -345,7 +345,7 @@ class ContinualLearner:
             momentum=cfg.momentum,
             lr_step=cfg.lr_step,
             seed=seed,
-            augment=(cfg.augment and not cfg.linear) if augment is None else augment,
+            augment=self._augments(augment),
             flip=flip,
             resolution=resolution,
             penalty=None if term.name == "none" else term,
@@ -356,6 +356,10 @@ class ContinualLearner:
             replay=replay,
             replay_batch_size=cfg.replay_batch_size,
         )
+
+    def _augments(self, augment: bool | None) -> bool:
+        """Whether a fit augments: `augment` when given (a task's own rule), else the recipe's (never linear)."""
+        return (self.config.augment and not self.config.linear) if augment is None else augment
 
     def _batch_size(self) -> int:
         """Items per SGD step in this regime."""
